@@ -1,0 +1,36 @@
+# Two entry points: `make run` (default experiment) and `make test` (fast suite).
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test test-slow bench lint setup clean
+
+setup: $(STAMP)
+
+$(STAMP): setup.cfg pyproject.toml
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(PY) -m experiments.run --config experiments/configs/cartpole_random.yaml --seeds 4 --out runs/cartpole_random
+	$(PY) -m experiments.run --config experiments/configs/cartpole_fixed.yaml --seeds 4 --out runs/cartpole_fixed
+	$(PY) -m experiments.compare runs/cartpole_random runs/cartpole_fixed --out runs/cartpole_compare
+
+test: $(STAMP)
+	$(PY) -m pytest -q -m "not slow"
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -q -m slow
+
+bench: $(STAMP)
+	$(PY) -m experiments.bench_ppo --out runs/bench_ppo.json
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,243 @@
+"""Typed experiment configs, YAML loading, `--set` overrides and validation.
+
+Everything here runs before any JAX compilation, so bad input fails fast with a
+one-line `ConfigError` naming the field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import inspect
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from acl.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class ComponentConfig:
+    """A registry name plus the keyword arguments of its factory."""
+
+    name: str
+    """Registry name, e.g. "cartpole", "random", "ppo"."""
+    kwargs: dict = field(default_factory=dict)
+    """Factory arguments; unknown keys are an error."""
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    """How the curriculum loop runs."""
+
+    num_envs: int = 4
+    """Environment instances per seed, stepped as one vmapped batch."""
+    num_steps: int = 128
+    """Steps per instance between agent updates (and teacher updates)."""
+    total_env_steps: int = 500_000
+    """Env steps per seed over the whole run."""
+    eval_every: int = 50_000
+    """Env steps between evaluations on the test set; one chunk of the run."""
+    mode: str = "episode"
+    """episode: instances take a new task at their own next reset; batch: reset each batch."""
+    reinit_every: int = 0
+    """Re-initialise the agent every this many env steps (0: never); forgetting student."""
+    task_log_size: int = 64
+    """Tasks kept per evaluation period, for the curriculum record."""
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """The fixed test set and how it is played."""
+
+    num_test_tasks: int = 100
+    """Test-set size for spaces of dimension != 2 (uniform tasks from `seed`)."""
+    grid_per_dim: int = 10
+    """2-D spaces: a grid_per_dim x grid_per_dim grid of cell centres."""
+    episodes_per_task: int = 1
+    """Episodes per test task, deterministic policy."""
+    seed: int = 0
+    """Seed of the test set and of evaluation resets (fixed, so evaluations are comparable)."""
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    name: str = "experiment"
+    """Run name, used in tables."""
+    seed: int = 0
+    """Seed of the first run; seeds are seed, seed+1, ..."""
+    num_seeds: int = 1
+    """Seeds run together as one vmap."""
+    env: ComponentConfig = ComponentConfig("cartpole")
+    teacher: ComponentConfig = ComponentConfig("random")
+    agent: ComponentConfig = ComponentConfig("ppo")
+    loop: LoopConfig = LoopConfig()
+    eval: EvalConfig = EvalConfig()
+
+    def to_dict(self) -> dict:
+        return _component_flatten(dataclasses.asdict(self))
+
+
+_COMPONENTS = ("env", "teacher", "agent")
+_SECTIONS = {"loop": LoopConfig, "eval": EvalConfig}
+_POSITIVE = {
+    "num_seeds", "loop.num_envs", "loop.num_steps", "loop.total_env_steps", "loop.eval_every",
+    "loop.task_log_size", "eval.num_test_tasks", "eval.grid_per_dim", "eval.episodes_per_task",
+}
+
+
+def _component_flatten(d: dict) -> dict:
+    for comp in _COMPONENTS:
+        d[comp] = {"name": d[comp]["name"], **d[comp]["kwargs"]}
+    return d
+
+
+def _unknown(field_name: str, key: str, allowed) -> ConfigError:
+    close = difflib.get_close_matches(key, sorted(allowed), n=2, cutoff=0.5)
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    return ConfigError(f"{field_name}: unknown config key '{key}'{hint}")
+
+
+def load_yaml(path: str | Path) -> dict:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise ConfigError(f"--config: cannot read '{path}': {err.strerror or err}") from None
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as err:
+        first = str(err).splitlines()[0] if str(err) else "parse error"
+        raise ConfigError(f"--config: '{path}' is not valid YAML: {first}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"--config: '{path}' must hold a mapping, got {type(data).__name__}")
+    return data
+
+
+def apply_overrides(data: dict, overrides: list[str]) -> dict:
+    """Apply `key.sub=value` strings; values are parsed as YAML scalars."""
+    data = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()}
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"--set: expected key=value, got '{item}'")
+        key, raw = item.split("=", 1)
+        value = yaml.safe_load(raw) if raw else ""
+        parts = key.strip().split(".")
+        node = data
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"--set {key}: '{part}' is not a section")
+        node[parts[-1]] = value
+    return data
+
+
+def _section(cls, data: Any, field_name: str):
+    if data is None:
+        return cls()
+    if not isinstance(data, dict):
+        raise ConfigError(f"{field_name}: expected a mapping, got {data!r}")
+    names = {f.name: f for f in dataclasses.fields(cls)}
+    for key in data:
+        if key not in names:
+            raise _unknown(field_name, key, names)
+    values = {}
+    for key, value in data.items():
+        default = names[key].default
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise ConfigError(f"{field_name}.{key}: expected true/false, got {value!r}")
+        elif isinstance(default, int):
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ConfigError(f"{field_name}.{key}: expected an integer, got {value!r}")
+        elif isinstance(default, str) and not isinstance(value, str):
+            raise ConfigError(f"{field_name}.{key}: expected a string, got {value!r}")
+        values[key] = value
+    return cls(**values)
+
+
+def _component(data: Any, field_name: str, default: ComponentConfig) -> ComponentConfig:
+    if data is None:
+        return default
+    if isinstance(data, str):
+        return ComponentConfig(data)
+    if not isinstance(data, dict) or "name" not in data:
+        raise ConfigError(f"{field_name}: expected a mapping with a 'name', got {data!r}")
+    data = dict(data)
+    return ComponentConfig(str(data.pop("name")), data)
+
+
+def parse_config(data: dict) -> ExperimentConfig:
+    """Build and validate an ExperimentConfig from a plain dict (YAML contents)."""
+    top = {f.name for f in dataclasses.fields(ExperimentConfig)}
+    for key in data:
+        if key not in top:
+            raise _unknown("config", key, top)
+    defaults = ExperimentConfig()
+    kwargs: dict[str, Any] = {}
+    for key in ("name", "seed", "num_seeds"):
+        if key in data:
+            kwargs[key] = data[key]
+    for comp in _COMPONENTS:
+        kwargs[comp] = _component(data.get(comp), comp, getattr(defaults, comp))
+    for name, cls in _SECTIONS.items():
+        kwargs[name] = _section(cls, data.get(name), name)
+    for key in ("seed", "num_seeds"):
+        if key in kwargs and (not isinstance(kwargs[key], int) or isinstance(kwargs[key], bool)):
+            raise ConfigError(f"{key}: expected an integer, got {kwargs[key]!r}")
+    config = ExperimentConfig(**kwargs)
+    validate(config)
+    return config
+
+
+def load_config(path: str | Path, overrides: list[str] = (), num_seeds: int | None = None):
+    data = apply_overrides(load_yaml(path), list(overrides))
+    if num_seeds is not None:
+        data["num_seeds"] = num_seeds
+    return parse_config(data)
+
+
+def _get(config: ExperimentConfig, dotted: str):
+    node = config
+    for part in dotted.split("."):
+        node = getattr(node, part)
+    return node
+
+
+def validate(config: ExperimentConfig) -> None:
+    """Checks that need no registry: counts, modes and divisibility."""
+    for dotted in sorted(_POSITIVE):
+        value = _get(config, dotted)
+        if value <= 0:
+            raise ConfigError(f"{dotted} must be a positive integer, got {value}")
+    loop = config.loop
+    if loop.reinit_every < 0:
+        raise ConfigError(f"loop.reinit_every must be >= 0 (0 disables it), got {loop.reinit_every}")
+    if loop.mode not in ("episode", "batch"):
+        raise ConfigError(f"loop.mode must be 'episode' or 'batch', got '{loop.mode}'")
+    steps_per_iteration = loop.num_envs * loop.num_steps
+    if loop.eval_every < steps_per_iteration:
+        raise ConfigError(
+            f"loop.eval_every ({loop.eval_every}) must be >= num_envs * num_steps "
+            f"({steps_per_iteration})"
+        )
+    if loop.total_env_steps < loop.eval_every:
+        raise ConfigError(
+            f"loop.total_env_steps ({loop.total_env_steps}) must be >= loop.eval_every "
+            f"({loop.eval_every})"
+        )
+
+
+def check_kwargs(factory, kwargs: dict, field_name: str, skip: tuple[str, ...] = ()) -> None:
+    """Raise ConfigError for keys the factory does not accept."""
+    allowed = getattr(factory, "config_keys", None)
+    if allowed is None:
+        params = inspect.signature(factory).parameters
+        allowed = {n for n in params if n not in skip}
+    for key in kwargs:
+        if key not in allowed:
+            raise _unknown(field_name, key, allowed)

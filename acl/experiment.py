@@ -1,0 +1,127 @@
+"""The host side of a run: compile, run chunks with a progress bar, check for NaNs, and
+write the run directory between chunks (outside jit)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+from tqdm.auto import tqdm
+
+from acl.config import ExperimentConfig
+from acl.results import RunDir, mean_se, plot_learning_curves
+from acl.train import ChunkMetrics, Trainer
+
+
+class TrainingDiverged(RuntimeError):
+    """A loss or return became NaN or infinite; the metrics so far are on disk."""
+
+
+def _rows(metrics: ChunkMetrics, chunk: int, seeds: list[int]) -> list[dict]:
+    rows = []
+    for i, seed in enumerate(seeds):
+        row = {
+            "chunk": chunk,
+            "seed": seed,
+            "env_steps": int(metrics.env_steps[i]),
+            "eval_pct_mastered": float(metrics.eval_pct_mastered[i]),
+            "eval_mean_return": float(metrics.eval_mean_return[i]),
+            "train_return": float(metrics.train_return[i]),
+            "train_success": float(metrics.train_success[i]),
+            "episodes": int(metrics.episodes[i]),
+        }
+        for key, value in sorted(metrics.agent_metrics.items()):
+            row[f"agent_{key}"] = float(value[i])
+        rows.append(row)
+    return rows
+
+
+def _check_finite(metrics: ChunkMetrics, first_iteration: int, seeds: list[int]) -> None:
+    loss = np.asarray(metrics.loss)  # [S, iterations]
+    bad = ~np.isfinite(loss)
+    if bad.any():
+        seed_index, step = np.argwhere(bad)[0]
+        raise TrainingDiverged(
+            f"non-finite loss at iteration {first_iteration + int(step)} "
+            f"(seed {seeds[seed_index]})"
+        )
+    for name in ("train_return", "eval_mean_return"):
+        values = np.asarray(getattr(metrics, name))
+        if not np.isfinite(values).all():
+            seed_index = int(np.argwhere(~np.isfinite(values))[0][0])
+            raise TrainingDiverged(
+                f"non-finite {name} in the iterations ending at "
+                f"{first_iteration + metrics.loss.shape[-1] - 1} (seed {seeds[seed_index]})"
+            )
+
+
+def run_experiment(config: ExperimentConfig, out: str | Path, progress: bool = True,
+                   trainer: Trainer | None = None) -> dict:
+    """Train all seeds of `config` as one vmap; write the run directory; return the summary."""
+    trainer = trainer or Trainer(config)
+    run_dir = RunDir(out)
+    seeds = [config.seed + i for i in range(config.num_seeds)]
+    run_dir.write_config(config.to_dict(), seeds)
+    names = trainer.env.task_space.names or tuple(
+        f"task_{i}" for i in range(trainer.env.task_space.dim)
+    )
+
+    start = time.perf_counter()
+    keys = trainer.seed_keys()
+    init = trainer.jit_init_seeds().lower(keys).compile()
+    carry = init(keys)
+    run_chunk = trainer.jit_run_chunk_seeds().lower(carry).compile()
+    compile_seconds = time.perf_counter() - start
+
+    bar = tqdm(
+        range(trainer.num_chunks), desc=config.name, unit="eval", disable=not progress,
+        dynamic_ncols=True,
+    )
+    final = None
+    for chunk in bar:
+        first_iteration = int(carry.iteration)
+        carry, metrics = run_chunk(carry)
+        metrics = jax.device_get(metrics)
+        run_dir.append_metrics(_rows(metrics, chunk, seeds))
+        run_dir.append_tasks(chunk, seeds, np.asarray(metrics.tasks), names)
+        try:
+            _check_finite(metrics, first_iteration, seeds)
+        except TrainingDiverged as err:
+            raise TrainingDiverged(f"{err}; metrics so far are in {run_dir.path}") from None
+        final = metrics
+        mastered, se = mean_se(metrics.eval_pct_mastered)
+        bar.set_postfix(mastered=f"{mastered:.1f}±{se:.1f}%", steps=int(metrics.env_steps[0]))
+    bar.close()
+    wall_seconds = time.perf_counter() - start
+    run_dir.save_agent(jax.device_get(carry.seed.agent_state))
+
+    mastered_mean, mastered_se = mean_se(final.eval_pct_mastered)
+    return_mean, return_se = mean_se(final.eval_mean_return)
+    env_steps = int(final.env_steps[0])
+    summary = {
+        "name": config.name,
+        "env": config.env.name,
+        "teacher": config.teacher.name,
+        "agent": config.agent.name,
+        "seeds": seeds,
+        "env_steps": env_steps,
+        "final_pct_mastered_mean": mastered_mean,
+        "final_pct_mastered_se": mastered_se,
+        "final_mean_return_mean": return_mean,
+        "final_mean_return_se": return_se,
+        "final_pct_mastered_per_seed": [float(x) for x in final.eval_pct_mastered],
+        "final_mean_return_per_seed": [float(x) for x in final.eval_mean_return],
+        "wall_seconds": wall_seconds,
+        "compile_seconds": compile_seconds,
+        "env_steps_per_second": env_steps * len(seeds) / max(wall_seconds - compile_seconds, 1e-9),
+        "test_tasks": int(trainer.test_tasks.shape[0]),
+    }
+    run_dir.write_summary(summary)
+    plot_learning_curves(
+        {f"{config.teacher.name} ({len(seeds)} seeds)": run_dir.read_metrics()},
+        run_dir.path / "learning_curve.png",
+        title=f"{config.env.name}: {config.teacher.name} teacher, {config.agent.name}",
+    )
+    return summary

@@ -1,0 +1,181 @@
+"""Run directories: config, provenance, metrics, curriculum record, summary, plot, params.
+
+    RUN_DIR/
+      config.yaml        resolved config
+      provenance.json    package versions, git commit, device, seeds, command line
+      metrics.csv        one row per (evaluation, seed)
+      tasks.csv          a subsample of the tasks handed out in each evaluation period
+      summary.json       final figures and timings (schema: SUMMARY_KEYS)
+      learning_curve.png % mastered vs env steps, mean +- SE over seeds
+      agent_params.msgpack  final agent state of every seed (flax serialization)
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import platform
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+import yaml
+from flax import serialization
+
+SUMMARY_KEYS = (
+    "name", "env", "teacher", "agent", "seeds", "env_steps", "final_pct_mastered_mean",
+    "final_pct_mastered_se", "final_mean_return_mean", "final_mean_return_se",
+    "wall_seconds", "compile_seconds", "env_steps_per_second",
+)
+PACKAGES = ("jax", "jaxlib", "flax", "optax", "gymnax", "chex", "numpy")
+
+
+def enable_compilation_cache() -> None:
+    """JAX's persistent compilation cache, shared by every run on this machine."""
+    cache = os.environ.get("ACL_JAX_CACHE", str(Path.home() / ".cache" / "acl_jax" / "xla"))
+    jax.config.update("jax_compilation_cache_dir", cache)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+
+
+def mean_se(values) -> tuple[float, float]:
+    """Mean and standard error over seeds (SE = 0 for one seed)."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size < 2:
+        return float(values.mean()), 0.0
+    return float(values.mean()), float(values.std(ddof=1) / np.sqrt(values.size))
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+            cwd=Path(__file__).resolve().parent,
+        )
+        commit = out.stdout.strip() or "unknown"
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+            text=True, timeout=5, cwd=Path(__file__).resolve().parent,
+        ).stdout.strip()
+        return commit + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def provenance(seeds: list[int]) -> dict:
+    versions = {}
+    for pkg in PACKAGES:
+        try:
+            versions[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            versions[pkg] = None
+    return {
+        "versions": versions,
+        "python": platform.python_version(),
+        "git_commit": git_commit(),
+        "device": [str(d) for d in jax.devices()],
+        "platform": jax.default_backend(),
+        "seeds": seeds,
+        "argv": sys.argv,
+    }
+
+
+class RunDir:
+    """Writes one run directory; every write goes straight to disk."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._metrics_header: list[str] | None = None
+
+    def write_config(self, config_dict: dict, seeds: list[int]) -> None:
+        (self.path / "config.yaml").write_text(yaml.safe_dump(config_dict, sort_keys=False))
+        (self.path / "provenance.json").write_text(json.dumps(provenance(seeds), indent=2))
+        for name in ("metrics.csv", "tasks.csv"):
+            (self.path / name).unlink(missing_ok=True)
+
+    def append_metrics(self, rows: list[dict]) -> None:
+        file = self.path / "metrics.csv"
+        new = not file.exists()
+        with file.open("a", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            if new:
+                writer.writeheader()
+            writer.writerows(rows)
+
+    def append_tasks(self, chunk: int, seeds: list[int], tasks: np.ndarray,
+                     names: tuple[str, ...]) -> None:
+        """tasks [S, K, D] handed out during evaluation period `chunk`."""
+        file = self.path / "tasks.csv"
+        new = not file.exists()
+        with file.open("a", newline="") as f:
+            writer = csv.writer(f)
+            if new:
+                writer.writerow(["chunk", "seed", *names])
+            for seed, seed_tasks in zip(seeds, tasks):
+                for task in seed_tasks:
+                    writer.writerow([chunk, seed, *(f"{x:.6g}" for x in task)])
+
+    def write_summary(self, summary: dict) -> None:
+        missing = [k for k in SUMMARY_KEYS if k not in summary]
+        if missing:
+            raise ValueError(f"summary lacks {missing}")
+        (self.path / "summary.json").write_text(json.dumps(summary, indent=2))
+
+    def save_agent(self, agent_state: Any) -> None:
+        (self.path / "agent_params.msgpack").write_bytes(serialization.to_bytes(agent_state))
+
+    def load_agent(self, template: Any) -> Any:
+        return serialization.from_bytes(template, (self.path / "agent_params.msgpack").read_bytes())
+
+    def read_metrics(self):
+        import pandas as pd
+
+        return pd.read_csv(self.path / "metrics.csv")
+
+    def read_summary(self) -> dict:
+        return json.loads((self.path / "summary.json").read_text())
+
+    def read_config_dict(self) -> dict:
+        return yaml.safe_load((self.path / "config.yaml").read_text())
+
+
+def plot_learning_curves(runs: dict[str, Any], out: str | Path, title: str = "") -> None:
+    """% mastered vs env steps, mean +- SE band per run. `runs` maps label -> metrics frame."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for label, frame in runs.items():
+        grouped = frame.groupby("env_steps")["eval_pct_mastered"]
+        steps = np.asarray(grouped.mean().index)
+        mean = grouped.mean().to_numpy()
+        count = grouped.count().to_numpy()
+        se = np.nan_to_num(grouped.std(ddof=1).to_numpy() / np.sqrt(count))
+        ax.plot(steps, mean, label=label)
+        ax.fill_between(steps, mean - se, mean + se, alpha=0.25)
+    ax.set_xlabel("env steps per seed")
+    ax.set_ylabel("% mastered (test set)")
+    ax.set_ylim(-2, 102)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+
+
+def format_table(rows: list[dict], columns: list[str]) -> str:
+    """A plain fixed-width table for the terminal."""
+    cells = [[str(r.get(c, "")) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    line = lambda vals: "  ".join(v.ljust(w) for v, w in zip(vals, widths))  # noqa: E731
+    out = [line(columns), line(["-" * w for w in widths])]
+    out += [line(row) for row in cells]
+    return "\n".join(out)

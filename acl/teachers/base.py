@@ -1,0 +1,72 @@
+"""The teacher protocol (DESIGN.md contract 2) and the per-episode feedback record.
+
+A teacher object holds only shape-setting fields; everything numeric lives in the
+`TeacherParams` pytree (vmappable) and the typed `TeacherState`:
+
+    init(key, params) -> state
+    sample(state, key, n) -> (state, tasks [n, D], info)
+    update(state, tasks, feedback) -> state
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from acl.registry import Registry
+from acl.spaces import Box
+
+
+@struct.dataclass
+class Feedback:
+    """One record per completed episode, in fixed-size arrays; `mask` marks real records.
+
+    Shapes: task [K, D], all others [K].
+    """
+
+    task: jax.Array
+    """The task the episode actually ran on."""
+    episode_return: jax.Array
+    """Undiscounted return of the episode."""
+    success: jax.Array
+    """Whether the return beat the env's success threshold."""
+    length: jax.Array
+    """Episode length in env steps."""
+    mask: jax.Array
+    """True where the record is a completed episode."""
+
+    @property
+    def count(self) -> jax.Array:
+        return self.mask.sum()
+
+
+@struct.dataclass
+class SampleInfo:
+    """Per-instance decisions the loop must honour. Shapes [n]."""
+
+    train_on: jax.Array
+    """False: the student must not learn from this instance's episodes (robust PLR)."""
+
+
+def default_info(n: int) -> SampleInfo:
+    return SampleInfo(train_on=jnp.ones((n,), bool))
+
+
+@runtime_checkable
+class Teacher(Protocol):
+    task_space: Box
+
+    def default_params(self) -> Any: ...
+
+    def init(self, key: jax.Array, params: Any) -> Any: ...
+
+    def sample(self, state: Any, key: jax.Array, n: int) -> tuple[Any, jax.Array, SampleInfo]: ...
+
+    def update(self, state: Any, tasks: jax.Array, feedback: Feedback) -> Any: ...
+
+
+TEACHERS: Registry[Teacher] = Registry("teacher")
+"""Teacher factories, called as factory(task_space=..., default_task=..., **config)."""

@@ -1,0 +1,73 @@
+"""Baselines: Random (uniform over the task space) and Fixed (the env's default task)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from acl.spaces import Box
+from acl.teachers.base import TEACHERS, Feedback, SampleInfo, default_info
+
+
+@struct.dataclass
+class NoParams:
+    """These teachers have no numeric hyperparameters."""
+
+
+@struct.dataclass
+class CountingState:
+    """Number of episodes reported so far; the teacher is otherwise stateless."""
+
+    params: NoParams
+    episodes_seen: jax.Array
+
+
+@dataclass(frozen=True)
+class RandomTeacher:
+    """Tasks uniform in the task space: domain randomisation."""
+
+    task_space: Box
+
+    def default_params(self) -> NoParams:
+        return NoParams()
+
+    def init(self, key: jax.Array, params: NoParams) -> CountingState:
+        del key
+        return CountingState(params=params, episodes_seen=jnp.zeros((), jnp.int32))
+
+    def sample(self, state: CountingState, key: jax.Array, n: int):
+        return state, self.task_space.sample_uniform(key, n), default_info(n)
+
+    def update(self, state: CountingState, tasks: jax.Array, feedback: Feedback) -> CountingState:
+        return state.replace(episodes_seen=state.episodes_seen + feedback.count.astype(jnp.int32))
+
+
+@dataclass(frozen=True)
+class FixedTeacher:
+    """Always the env's default task: the no-curriculum baseline."""
+
+    task_space: Box
+
+    def default_params(self) -> NoParams:
+        return NoParams()
+
+    def init(self, key: jax.Array, params: NoParams) -> CountingState:
+        del key
+        return CountingState(params=params, episodes_seen=jnp.zeros((), jnp.int32))
+
+    def sample(self, state: CountingState, key: jax.Array, n: int):
+        del key
+        tasks = jnp.broadcast_to(self.task_space.default_task, (n, self.task_space.dim))
+        return state, tasks, default_info(n)
+
+    def update(self, state: CountingState, tasks: jax.Array, feedback: Feedback) -> CountingState:
+        return state.replace(episodes_seen=state.episodes_seen + feedback.count.astype(jnp.int32))
+
+
+TEACHERS.register("random")(RandomTeacher)
+TEACHERS.register("fixed")(FixedTeacher)
+
+__all__ = ["RandomTeacher", "FixedTeacher", "SampleInfo"]

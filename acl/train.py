@@ -1,0 +1,267 @@
+"""The curriculum loop (DESIGN.md contract 4).
+
+    trainer = make_train(config)
+    carry = trainer.init(key)
+    carry, metrics = trainer.run_chunk(carry)      # jittable; one evaluation period
+    metrics = trainer.train(key)                   # all chunks in one jittable call
+
+A chunk is `iterations_per_chunk` iterations of: the teacher hands out tasks, the
+instances roll `num_steps` steps (taking new tasks at their own resets in `episode` mode,
+or all resetting onto new levels in `batch` mode), the agent updates, the teacher reads
+one feedback record per completed episode. Each chunk ends with an evaluation on the
+fixed test set.
+
+Periodic work (agent re-initialisation) is keyed on the iteration counter, which is not
+part of the per-seed state: under `vmap` over seeds it stays a scalar, so `lax.cond`
+stays a real branch instead of becoming a select that runs both sides.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from acl.agents import AGENTS
+from acl.config import ExperimentConfig, check_kwargs
+from acl.errors import ConfigError
+from acl.evaluation import evaluate, make_test_set
+from acl.rollout import Slots, collect, start_slots
+from acl.teachers import TEACHERS
+from envs import ENVS
+
+
+@struct.dataclass
+class SeedCarry:
+    """Everything one seed carries between iterations."""
+
+    agent_state: Any
+    teacher_state: Any
+    slots: Slots
+    key: jax.Array
+
+
+@struct.dataclass
+class LoopCarry:
+    iteration: jax.Array
+    """Iterations done so far; shared by all seeds (never batched)."""
+    seed: SeedCarry
+
+
+@struct.dataclass
+class ChunkMetrics:
+    """Metrics of one chunk (evaluation period) of one seed."""
+
+    env_steps: jax.Array
+    """Env steps done by the end of the chunk."""
+    eval_pct_mastered: jax.Array
+    eval_mean_return: jax.Array
+    train_return: jax.Array
+    """Mean return of the episodes completed in the chunk."""
+    train_success: jax.Array
+    """Share of those episodes beating the success threshold."""
+    episodes: jax.Array
+    """Episodes completed in the chunk."""
+    loss: jax.Array
+    """Total agent loss of every iteration, [iterations_per_chunk]."""
+    agent_metrics: dict
+    """Agent update metrics averaged over the chunk."""
+    tasks: jax.Array
+    """A subsample of the tasks handed out in the chunk, [task_log_size, D]."""
+
+
+@dataclass(frozen=True)
+class Components:
+    env: Any
+    teacher: Any
+    agent: Any
+
+
+def build_components(config: ExperimentConfig) -> Components:
+    """Construct env, teacher and agent from the config; validates names and keys, no JIT."""
+    env_kwargs = dict(config.env.kwargs)
+    low, high = env_kwargs.pop("task_low", None), env_kwargs.pop("task_high", None)
+    env_factory = ENVS.get(config.env.name, "env.name")
+    check_kwargs(env_factory, env_kwargs, "env")
+    env = env_factory(**env_kwargs)
+    if low is not None or high is not None:
+        space = env.task_space.replace(
+            low=tuple(low if low is not None else env.task_space.low),
+            high=tuple(high if high is not None else env.task_space.high),
+            field_name="env.task_low/env.task_high",
+        )
+        env.task_space = space
+
+    teacher_factory = TEACHERS.get(config.teacher.name, "teacher.name")
+    check_kwargs(teacher_factory, config.teacher.kwargs, "teacher", skip=("task_space",))
+    teacher = teacher_factory(task_space=env.task_space, **config.teacher.kwargs)
+
+    agent_factory = AGENTS.get(config.agent.name, "agent.name")
+    check_kwargs(agent_factory, config.agent.kwargs, "agent")
+    loop = config.loop
+    steps_per_iteration = loop.num_envs * loop.num_steps
+    num_updates = loop.total_env_steps // steps_per_iteration
+    if loop.reinit_every:
+        num_updates = max(1, loop.reinit_every // steps_per_iteration)
+    agent_kwargs = {"total_updates": num_updates, **config.agent.kwargs}
+    for key in ("update_epochs", "num_minibatches"):
+        if key in agent_kwargs and int(agent_kwargs[key]) <= 0:
+            raise ConfigError(f"agent.{key} must be a positive integer, got {agent_kwargs[key]}")
+    minibatches = int(agent_kwargs.get("num_minibatches", 1))
+    if steps_per_iteration % minibatches:
+        raise ConfigError(
+            f"agent.num_minibatches ({minibatches}) must divide num_envs * num_steps "
+            f"({steps_per_iteration})"
+        )
+    agent = agent_factory(**agent_kwargs)
+    if loop.mode == "batch" and loop.num_steps < env.max_episode_steps:
+        raise ConfigError(
+            f"loop.num_steps ({loop.num_steps}) must be >= the episode length "
+            f"({env.max_episode_steps}) in batch mode, so every rollout holds an episode"
+        )
+    return Components(env, teacher, agent)
+
+
+class Trainer:
+    """The jittable curriculum loop for one seed, plus helpers to vmap it over seeds."""
+
+    def __init__(self, config: ExperimentConfig, components: Components | None = None):
+        self.config = config
+        c = components or build_components(config)
+        self.env, self.teacher, self.agent = c.env, c.teacher, c.agent
+        loop = config.loop
+        self.num_envs, self.num_steps = loop.num_envs, loop.num_steps
+        self.steps_per_iteration = loop.num_envs * loop.num_steps
+        self.iterations_per_chunk = max(1, loop.eval_every // self.steps_per_iteration)
+        self.steps_per_chunk = self.iterations_per_chunk * self.steps_per_iteration
+        self.num_chunks = max(1, loop.total_env_steps // self.steps_per_chunk)
+        self.reinit_iterations = (
+            max(1, loop.reinit_every // self.steps_per_iteration) if loop.reinit_every else 0
+        )
+        ev = config.eval
+        self.test_tasks = jnp.asarray(
+            make_test_set(self.env.task_space, ev.num_test_tasks, ev.grid_per_dim, ev.seed)
+        )
+        self.eval_key = jax.random.PRNGKey(ev.seed)
+        self.tasks_per_iteration = max(1, loop.task_log_size // self.iterations_per_chunk)
+
+    # -- the loop --------------------------------------------------------------------
+
+    def _init_agent(self, key):
+        return self.agent.init(key, self.env.observation_space(), self.env.action_space())
+
+    def init(self, key: jax.Array) -> LoopCarry:
+        agent_key, teacher_key, sample_key, reset_key, loop_key = jax.random.split(key, 5)
+        agent_state = self._init_agent(agent_key)
+        teacher_state = self.teacher.init(teacher_key, self.teacher.default_params())
+        teacher_state, tasks, info = self.teacher.sample(teacher_state, sample_key, self.num_envs)
+        slots = start_slots(self.env, self.agent, reset_key, tasks, info.train_on)
+        return LoopCarry(
+            iteration=jnp.zeros((), jnp.int32),
+            seed=SeedCarry(agent_state, teacher_state, slots, loop_key),
+        )
+
+    def _iteration(self, seed: SeedCarry, iteration: jax.Array):
+        key, sample_key, rollout_key, update_key, reinit_key = jax.random.split(seed.key, 5)
+        teacher_state, slots = seed.teacher_state, seed.slots
+        if self.config.loop.mode == "episode":
+            # One task per (step, instance): an instance that resets at step t takes [t, i].
+            n = self.num_steps * self.num_envs
+            teacher_state, tasks, info = self.teacher.sample(teacher_state, sample_key, n)
+            next_tasks = tasks.reshape(self.num_steps, self.num_envs, -1)
+            next_train_on = info.train_on.reshape(self.num_steps, self.num_envs)
+        else:
+            teacher_state, tasks, info = self.teacher.sample(
+                teacher_state, sample_key, self.num_envs
+            )
+            reset_key, rollout_key = jax.random.split(rollout_key)
+            slots = start_slots(self.env, self.agent, reset_key, tasks, info.train_on)
+            next_tasks = next_train_on = None
+        slots, batch, feedback = collect(
+            self.env, self.agent, seed.agent_state, slots, rollout_key,
+            next_tasks, next_train_on, self.num_steps,
+        )
+        agent_state, agent_metrics = self.agent.update(seed.agent_state, batch, update_key)
+        teacher_state = self.teacher.update(teacher_state, tasks, feedback)
+        if self.reinit_iterations:
+            due = (iteration + 1) % self.reinit_iterations == 0
+            agent_state = jax.lax.cond(
+                due, lambda: self._init_agent(reinit_key), lambda: agent_state
+            )
+        stats = {
+            "return_sum": (feedback.episode_return * feedback.mask).sum(),
+            "success_sum": (feedback.success & feedback.mask).sum(),
+            "episodes": feedback.mask.sum(),
+            "agent": agent_metrics,
+            "tasks": tasks[: self.tasks_per_iteration],
+        }
+        return SeedCarry(agent_state, teacher_state, slots, key), stats
+
+    def run_chunk(self, carry: LoopCarry) -> tuple[LoopCarry, ChunkMetrics]:
+        """`iterations_per_chunk` iterations, then an evaluation on the test set."""
+        iterations = carry.iteration + jnp.arange(self.iterations_per_chunk, dtype=jnp.int32)
+        seed, stats = jax.lax.scan(self._iteration, carry.seed, iterations)
+        result = evaluate(
+            self.env, self.agent, seed.agent_state, self.test_tasks, self.eval_key,
+            self.config.eval.episodes_per_task,
+        )
+        iteration = carry.iteration + self.iterations_per_chunk
+        episodes = stats["episodes"].sum()
+        metrics = ChunkMetrics(
+            env_steps=iteration * self.steps_per_iteration,
+            eval_pct_mastered=result.pct_mastered,
+            eval_mean_return=result.mean_return,
+            train_return=stats["return_sum"].sum() / jnp.maximum(episodes, 1),
+            train_success=stats["success_sum"].sum() / jnp.maximum(episodes, 1),
+            episodes=episodes,
+            loss=stats["agent"]["loss"],
+            agent_metrics=jax.tree.map(jnp.mean, stats["agent"]),
+            tasks=stats["tasks"].reshape(-1, stats["tasks"].shape[-1]),
+        )
+        return LoopCarry(iteration=iteration, seed=seed), metrics
+
+    def train(self, key: jax.Array) -> tuple[LoopCarry, ChunkMetrics]:
+        """The whole run; metrics have a leading [num_chunks] axis."""
+        def chunk(carry, _):
+            return self.run_chunk(carry)
+
+        return jax.lax.scan(chunk, self.init(key), None, length=self.num_chunks)
+
+    # -- many seeds ------------------------------------------------------------------
+
+    @property
+    def carry_axes(self) -> LoopCarry:
+        """vmap axes of LoopCarry: the iteration counter is shared, the rest per seed."""
+        return LoopCarry(iteration=None, seed=0)
+
+    def seed_keys(self) -> jax.Array:
+        c = self.config
+        return jnp.stack([jax.random.PRNGKey(c.seed + i) for i in range(c.num_seeds)])
+
+    def jit_init_seeds(self):
+        return jax.jit(jax.vmap(self.init, out_axes=self.carry_axes))
+
+    def jit_run_chunk_seeds(self):
+        return jax.jit(
+            jax.vmap(self.run_chunk, in_axes=(self.carry_axes,), out_axes=(self.carry_axes, 0))
+        )
+
+
+def make_train(config: ExperimentConfig) -> Trainer:
+    return Trainer(config)
+
+
+def replace_config(config: ExperimentConfig, **sections) -> ExperimentConfig:
+    """Copy `config` with section fields changed, e.g. loop={"num_envs": 2}."""
+    changes = {}
+    for name, values in sections.items():
+        current = getattr(config, name)
+        if dataclasses.is_dataclass(current) and isinstance(values, dict):
+            changes[name] = dataclasses.replace(current, **values)
+        else:
+            changes[name] = values
+    return dataclasses.replace(config, **changes)

@@ -1,0 +1,92 @@
+"""The environment contract (DESIGN.md contract 1).
+
+    reset(key, params) -> (obs, state)
+    step(key, state, action, params) -> (obs, state, reward, terminated, truncated, info)
+
+`terminated` is a real end (no bootstrap); `truncated` is a time limit (bootstrap from
+the final observation). Steps never auto-reset: the curriculum loop owns resets, so an
+instance always restarts on the task it was handed. Everything a teacher may change
+lives in `params`, filled by the pure `task_to_params(task, base_params)`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from gymnax.environments import environment, spaces
+
+from acl.spaces import Box
+
+
+class TaskEnv:
+    """Base class of every environment with a task space.
+
+    Subclasses set the class attributes below and implement `default_params`,
+    `task_to_params`, `reset`, `step`, `observation_space` and `action_space`.
+    """
+
+    name: str = ""
+    task_space: Box
+    """Box of tasks a teacher may hand out."""
+    success_threshold: float
+    """An episode whose return is strictly above this counts as mastered."""
+    return_bounds: tuple[float, float]
+    """Lowest and highest achievable episode return, for rescaling to [0, 1]."""
+    max_episode_steps: int
+    """Time limit of one episode; the length of an evaluation rollout."""
+
+    def default_params(self) -> Any:
+        raise NotImplementedError
+
+    def task_to_params(self, task: jax.Array, base_params: Any) -> Any:
+        """Params for `task` (shape [D]); pure, so a batch of tasks is one vmap."""
+        raise NotImplementedError
+
+    def reset(self, key: jax.Array, params: Any) -> tuple[jax.Array, Any]:
+        raise NotImplementedError
+
+    def step(self, key: jax.Array, state: Any, action: jax.Array, params: Any):
+        raise NotImplementedError
+
+    def observation_space(self) -> spaces.Box:
+        raise NotImplementedError
+
+    def action_space(self) -> spaces.Discrete | spaces.Box:
+        raise NotImplementedError
+
+    def is_success(self, episode_return: jax.Array) -> jax.Array:
+        return episode_return > self.success_threshold
+
+    def params_for_tasks(self, tasks: jax.Array) -> Any:
+        """Params for a batch of tasks, shape [N, D] -> params with leading axis N."""
+        base = self.default_params()
+        return jax.vmap(lambda t: self.task_to_params(t, base))(tasks)
+
+
+class GymnaxTaskEnv(TaskEnv):
+    """A gymnax environment with a task space; no auto-reset, explicit truncation."""
+
+    def __init__(self, gymnax_env: environment.Environment, max_episode_steps: int | None = None):
+        self._env = gymnax_env
+        base = gymnax_env.default_params
+        self.max_episode_steps = int(max_episode_steps or base.max_steps_in_episode)
+
+    def default_params(self):
+        return self._env.default_params.replace(max_steps_in_episode=self.max_episode_steps)
+
+    def reset(self, key, params):
+        return self._env.reset_env(key, params)
+
+    def step(self, key, state, action, params):
+        obs, state, reward, terminated, info = self._env.step_env(key, state, action, params)
+        terminated = jnp.asarray(terminated, bool)
+        truncated = self._env.is_truncated(state, params) & ~terminated
+        return obs, state, jnp.asarray(reward, jnp.float32), terminated, truncated, info
+
+    def observation_space(self):
+        return self._env.observation_space(self.default_params())
+
+    def action_space(self):
+        return self._env.action_space(self.default_params())

@@ -1,0 +1,69 @@
+"""Run one experiment: python -m experiments.run --config experiments/configs/NAME.yaml
+[--set key=value ...] [--seeds N] [--out DIR]"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from acl.errors import ConfigError
+from acl.results import format_table
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m experiments.run", description=__doc__)
+    parser.add_argument("--config", required=True, help="YAML config file")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="KEY=VALUE", help="override a config key, e.g. loop.num_envs=8")
+    parser.add_argument("--seeds", type=int, default=None, help="number of vmapped seeds")
+    parser.add_argument("--out", default=None, help="run directory (default runs/<name>)")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    from acl.config import load_config
+    from acl.train import build_components
+
+    try:
+        config = load_config(args.config, args.overrides, args.seeds)
+        components = build_components(config)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+    from acl.experiment import TrainingDiverged, run_experiment
+    from acl.results import enable_compilation_cache
+    from acl.train import Trainer
+
+    enable_compilation_cache()
+    out = Path(args.out or Path("runs") / config.name)
+    try:
+        summary = run_experiment(
+            config, out, progress=not args.no_progress, trainer=Trainer(config, components)
+        )
+    except TrainingDiverged as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    row = {
+        "env": summary["env"],
+        "teacher": summary["teacher"],
+        "seeds": len(summary["seeds"]),
+        "env steps/seed": summary["env_steps"],
+        "% mastered": f"{summary['final_pct_mastered_mean']:.1f} ± "
+                      f"{summary['final_pct_mastered_se']:.1f}",
+        "test return": f"{summary['final_mean_return_mean']:.1f} ± "
+                       f"{summary['final_mean_return_se']:.1f}",
+        "compile s": f"{summary['compile_seconds']:.1f}",
+        "wall s": f"{summary['wall_seconds']:.1f}",
+        "steps/s": f"{summary['env_steps_per_second']:,.0f}",
+    }
+    print(format_table([row], list(row)))
+    print(f"run directory: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
