@@ -83,8 +83,15 @@ class ExperimentConfig:
 _COMPONENTS = ("env", "teacher", "agent")
 _SECTIONS = {"loop": LoopConfig, "eval": EvalConfig}
 _POSITIVE = {
-    "num_seeds", "loop.num_envs", "loop.num_steps", "loop.total_env_steps", "loop.eval_every",
-    "loop.task_log_size", "eval.num_test_tasks", "eval.grid_per_dim", "eval.episodes_per_task",
+    "num_seeds",
+    "loop.num_envs",
+    "loop.num_steps",
+    "loop.total_env_steps",
+    "loop.eval_every",
+    "loop.task_log_size",
+    "eval.num_test_tasks",
+    "eval.grid_per_dim",
+    "eval.episodes_per_task",
 }
 
 
@@ -216,7 +223,9 @@ def validate(config: ExperimentConfig) -> None:
             raise ConfigError(f"{dotted} must be a positive integer, got {value}")
     loop = config.loop
     if loop.reinit_every < 0:
-        raise ConfigError(f"loop.reinit_every must be >= 0 (0 disables it), got {loop.reinit_every}")
+        raise ConfigError(
+            f"loop.reinit_every must be >= 0 (0 disables it), got {loop.reinit_every}"
+        )
     if loop.mode not in ("episode", "batch"):
         raise ConfigError(f"loop.mode must be 'episode' or 'batch', got '{loop.mode}'")
     steps_per_iteration = loop.num_envs * loop.num_steps

@@ -36,8 +36,9 @@ class EvalResult:
     """Mean return over all test episodes."""
 
 
-def run_episodes(env, agent, agent_state: Any, tasks: jax.Array, key: jax.Array,
-                 deterministic: bool = True) -> jax.Array:
+def run_episodes(
+    env, agent, agent_state: Any, tasks: jax.Array, key: jax.Array, deterministic: bool = True
+) -> jax.Array:
     """One full episode per task, [K, D] -> returns [K].
 
     Runs exactly `env.max_episode_steps` steps and counts rewards until each episode's
@@ -66,8 +67,9 @@ def run_episodes(env, agent, agent_state: Any, tasks: jax.Array, key: jax.Array,
     return total
 
 
-def evaluate(env, agent, agent_state: Any, test_tasks: jax.Array, key: jax.Array,
-             episodes_per_task: int = 1) -> EvalResult:
+def evaluate(
+    env, agent, agent_state: Any, test_tasks: jax.Array, key: jax.Array, episodes_per_task: int = 1
+) -> EvalResult:
     """Deterministic policy on every test task; "% mastered" uses the mean return per task."""
     m = test_tasks.shape[0]
     tasks = jnp.repeat(test_tasks, episodes_per_task, axis=0)

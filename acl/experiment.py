@@ -44,8 +44,7 @@ def _check_finite(metrics: ChunkMetrics, first_iteration: int, seeds: list[int])
     if bad.any():
         seed_index, step = np.argwhere(bad)[0]
         raise TrainingDiverged(
-            f"non-finite loss at iteration {first_iteration + int(step)} "
-            f"(seed {seeds[seed_index]})"
+            f"non-finite loss at iteration {first_iteration + int(step)} (seed {seeds[seed_index]})"
         )
     for name in ("train_return", "eval_mean_return"):
         values = np.asarray(getattr(metrics, name))
@@ -57,8 +56,9 @@ def _check_finite(metrics: ChunkMetrics, first_iteration: int, seeds: list[int])
             )
 
 
-def run_experiment(config: ExperimentConfig, out: str | Path, progress: bool = True,
-                   trainer: Trainer | None = None) -> dict:
+def run_experiment(
+    config: ExperimentConfig, out: str | Path, progress: bool = True, trainer: Trainer | None = None
+) -> dict:
     """Train all seeds of `config` as one vmap; write the run directory; return the summary."""
     trainer = trainer or Trainer(config)
     run_dir = RunDir(out)
@@ -76,7 +76,10 @@ def run_experiment(config: ExperimentConfig, out: str | Path, progress: bool = T
     compile_seconds = time.perf_counter() - start
 
     bar = tqdm(
-        range(trainer.num_chunks), desc=config.name, unit="eval", disable=not progress,
+        range(trainer.num_chunks),
+        desc=config.name,
+        unit="eval",
+        disable=not progress,
         dynamic_ncols=True,
     )
     final = None

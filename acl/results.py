@@ -1,13 +1,13 @@
 """Run directories: config, provenance, metrics, curriculum record, summary, plot, params.
 
-    RUN_DIR/
-      config.yaml        resolved config
-      provenance.json    package versions, git commit, device, seeds, command line
-      metrics.csv        one row per (evaluation, seed)
-      tasks.csv          a subsample of the tasks handed out in each evaluation period
-      summary.json       final figures and timings (schema: SUMMARY_KEYS)
-      learning_curve.png % mastered vs env steps, mean +- SE over seeds
-      agent_params.msgpack  final agent state of every seed (flax serialization)
+RUN_DIR/
+  config.yaml        resolved config
+  provenance.json    package versions, git commit, device, seeds, command line
+  metrics.csv        one row per (evaluation, seed)
+  tasks.csv          a subsample of the tasks handed out in each evaluation period
+  summary.json       final figures and timings (schema: SUMMARY_KEYS)
+  learning_curve.png % mastered vs env steps, mean +- SE over seeds
+  agent_params.msgpack  final agent state of every seed (flax serialization)
 """
 
 from __future__ import annotations
@@ -28,9 +28,19 @@ import yaml
 from flax import serialization
 
 SUMMARY_KEYS = (
-    "name", "env", "teacher", "agent", "seeds", "env_steps", "final_pct_mastered_mean",
-    "final_pct_mastered_se", "final_mean_return_mean", "final_mean_return_se",
-    "wall_seconds", "compile_seconds", "env_steps_per_second",
+    "name",
+    "env",
+    "teacher",
+    "agent",
+    "seeds",
+    "env_steps",
+    "final_pct_mastered_mean",
+    "final_pct_mastered_se",
+    "final_mean_return_mean",
+    "final_mean_return_se",
+    "wall_seconds",
+    "compile_seconds",
+    "env_steps_per_second",
 )
 PACKAGES = ("jax", "jaxlib", "flax", "optax", "gymnax", "chex", "numpy")
 
@@ -53,13 +63,19 @@ def mean_se(values) -> tuple[float, float]:
 def git_commit() -> str:
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
             cwd=Path(__file__).resolve().parent,
         )
         commit = out.stdout.strip() or "unknown"
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-            text=True, timeout=5, cwd=Path(__file__).resolve().parent,
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=Path(__file__).resolve().parent,
         ).stdout.strip()
         return commit + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
@@ -107,8 +123,9 @@ class RunDir:
                 writer.writeheader()
             writer.writerows(rows)
 
-    def append_tasks(self, chunk: int, seeds: list[int], tasks: np.ndarray,
-                     names: tuple[str, ...]) -> None:
+    def append_tasks(
+        self, chunk: int, seeds: list[int], tasks: np.ndarray, names: tuple[str, ...]
+    ) -> None:
         """tasks [S, K, D] handed out during evaluation period `chunk`."""
         file = self.path / "tasks.csv"
         new = not file.exists()

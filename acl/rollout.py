@@ -35,6 +35,7 @@ class Slots:
 
 def _select(mask: jax.Array, new: Any, old: Any) -> Any:
     """Per instance: `new` where mask [N] is true, else `old`."""
+
     def pick(a, b):
         m = mask.reshape(mask.shape + (1,) * (a.ndim - 1))
         return jnp.where(m, a, b)
@@ -48,14 +49,27 @@ def start_slots(env, agent, key: jax.Array, tasks: jax.Array, train_on: jax.Arra
     params = env.params_for_tasks(tasks)
     obs, state = jax.vmap(env.reset)(jax.random.split(key, n), params)
     return Slots(
-        env_state=state, obs=obs, params=params, task=tasks, train_on=train_on,
-        episode_return=jnp.zeros(n), episode_length=jnp.zeros(n, jnp.int32),
+        env_state=state,
+        obs=obs,
+        params=params,
+        task=tasks,
+        train_on=train_on,
+        episode_return=jnp.zeros(n),
+        episode_length=jnp.zeros(n, jnp.int32),
         recurrent=agent.initial_carry(n),
     )
 
 
-def collect(env, agent, agent_state: Any, slots: Slots, key: jax.Array,
-            next_tasks: jax.Array | None, next_train_on: jax.Array | None, num_steps: int):
+def collect(
+    env,
+    agent,
+    agent_state: Any,
+    slots: Slots,
+    key: jax.Array,
+    next_tasks: jax.Array | None,
+    next_train_on: jax.Array | None,
+    num_steps: int,
+):
     """Roll N instances for `num_steps` steps.
 
     An instance whose episode ends at step t restarts on `next_tasks[t]` ([T, N, D]), or on
@@ -83,16 +97,27 @@ def collect(env, agent, agent_state: Any, slots: Slots, key: jax.Array,
             mask=done,
         )
         transition = Transition(
-            obs=slots.obs, action=action, reward=reward, terminated=terminated, done=done,
-            next_obs=next_obs, loss_mask=slots.train_on, extras=extras,
+            obs=slots.obs,
+            action=action,
+            reward=reward,
+            terminated=terminated,
+            done=done,
+            next_obs=next_obs,
+            loss_mask=slots.train_on,
+            extras=extras,
         )
         if new_task is None:
             new_task, new_train_on = slots.task, slots.train_on
         fresh = start_slots(env, agent, reset_key, new_task, new_train_on)
         continuing = Slots(
-            env_state=env_state, obs=next_obs, params=slots.params, task=slots.task,
-            train_on=slots.train_on, episode_return=episode_return,
-            episode_length=episode_length, recurrent=recurrent,
+            env_state=env_state,
+            obs=next_obs,
+            params=slots.params,
+            task=slots.task,
+            train_on=slots.train_on,
+            episode_return=episode_return,
+            episode_length=episode_length,
+            recurrent=recurrent,
         )
         return _select(done, fresh, continuing), (transition, record)
 

@@ -48,12 +48,16 @@ class Box:
                     f"dimension {name!r} has low={lo} >= high={hi}"
                 )
         if self.names and len(self.names) != len(low):
-            raise ConfigError(f"{self.field_name}.names has {len(self.names)} entries, expected {len(low)}")
+            raise ConfigError(
+                f"{self.field_name}.names has {len(self.names)} entries, expected {len(low)}"
+            )
         if self.default is not None:
             default = tuple(map(float, self.default))
             object.__setattr__(self, "default", default)
             if len(default) != len(low):
-                raise ConfigError(f"{self.field_name}.default has {len(default)} entries, expected {len(low)}")
+                raise ConfigError(
+                    f"{self.field_name}.default has {len(default)} entries, expected {len(low)}"
+                )
 
     @property
     def dim(self) -> int:
@@ -75,9 +79,7 @@ class Box:
 
     def sample_uniform(self, key: jax.Array, n: int) -> jax.Array:
         """Uniform tasks, shape [n, D]."""
-        return jax.random.uniform(
-            key, (n, self.dim), minval=self.low_array, maxval=self.high_array
-        )
+        return jax.random.uniform(key, (n, self.dim), minval=self.low_array, maxval=self.high_array)
 
     def clip(self, tasks: jax.Array) -> jax.Array:
         return jnp.clip(tasks, self.low_array, self.high_array)

@@ -182,8 +182,14 @@ class Trainer:
             slots = start_slots(self.env, self.agent, reset_key, tasks, info.train_on)
             next_tasks = next_train_on = None
         slots, batch, feedback = collect(
-            self.env, self.agent, seed.agent_state, slots, rollout_key,
-            next_tasks, next_train_on, self.num_steps,
+            self.env,
+            self.agent,
+            seed.agent_state,
+            slots,
+            rollout_key,
+            next_tasks,
+            next_train_on,
+            self.num_steps,
         )
         agent_state, agent_metrics = self.agent.update(seed.agent_state, batch, update_key)
         teacher_state = self.teacher.update(teacher_state, tasks, feedback)
@@ -206,7 +212,11 @@ class Trainer:
         iterations = carry.iteration + jnp.arange(self.iterations_per_chunk, dtype=jnp.int32)
         seed, stats = jax.lax.scan(self._iteration, carry.seed, iterations)
         result = evaluate(
-            self.env, self.agent, seed.agent_state, self.test_tasks, self.eval_key,
+            self.env,
+            self.agent,
+            seed.agent_state,
+            self.test_tasks,
+            self.eval_key,
             self.config.eval.episodes_per_task,
         )
         iteration = carry.iteration + self.iterations_per_chunk
@@ -226,6 +236,7 @@ class Trainer:
 
     def train(self, key: jax.Array) -> tuple[LoopCarry, ChunkMetrics]:
         """The whole run; metrics have a leading [num_chunks] axis."""
+
         def chunk(carry, _):
             return self.run_chunk(carry)
 

@@ -14,8 +14,14 @@ from acl.results import format_table
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m experiments.run", description=__doc__)
     parser.add_argument("--config", required=True, help="YAML config file")
-    parser.add_argument("--set", dest="overrides", action="append", default=[],
-                        metavar="KEY=VALUE", help="override a config key, e.g. loop.num_envs=8")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key, e.g. loop.num_envs=8",
+    )
     parser.add_argument("--seeds", type=int, default=None, help="number of vmapped seeds")
     parser.add_argument("--out", default=None, help="run directory (default runs/<name>)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -53,9 +59,9 @@ def main(argv=None) -> int:
         "seeds": len(summary["seeds"]),
         "env steps/seed": summary["env_steps"],
         "% mastered": f"{summary['final_pct_mastered_mean']:.1f} ± "
-                      f"{summary['final_pct_mastered_se']:.1f}",
+        f"{summary['final_pct_mastered_se']:.1f}",
         "test return": f"{summary['final_mean_return_mean']:.1f} ± "
-                       f"{summary['final_mean_return_se']:.1f}",
+        f"{summary['final_mean_return_se']:.1f}",
         "compile s": f"{summary['compile_seconds']:.1f}",
         "wall s": f"{summary['wall_seconds']:.1f}",
         "steps/s": f"{summary['env_steps_per_second']:,.0f}",

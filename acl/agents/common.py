@@ -73,9 +73,7 @@ def shuffled_minibatches(key: jax.Array, data: Any, num_minibatches: int) -> Any
     if batch_size % num_minibatches:
         raise ValueError(f"batch of {batch_size} does not split into {num_minibatches} minibatches")
     perm = jax.random.permutation(key, batch_size)
-    return jax.tree.map(
-        lambda x: x[perm].reshape((num_minibatches, -1) + x.shape[1:]), data
-    )
+    return jax.tree.map(lambda x: x[perm].reshape((num_minibatches, -1) + x.shape[1:]), data)
 
 
 def minibatch_epochs(
@@ -116,7 +114,11 @@ class RunningMeanStd:
         delta = batch_mean - self.mean
         total = self.count + batch_count
         mean = self.mean + delta * batch_count / total
-        m2 = self.var * self.count + batch_var * batch_count + delta**2 * self.count * batch_count / total
+        m2 = (
+            self.var * self.count
+            + batch_var * batch_count
+            + delta**2 * self.count * batch_count / total
+        )
         return RunningMeanStd(mean, m2 / total, total)
 
     def normalize(self, x: jax.Array, clip: float = 10.0) -> jax.Array:

@@ -48,7 +48,9 @@ class ActorCritic(nn.Module):
 
     @nn.compact
     def __call__(self, obs: jax.Array):
-        actor_out = MLP(self.hidden_sizes, self.action_dim, 0.01, self.activation, name="actor")(obs)
+        actor_out = MLP(self.hidden_sizes, self.action_dim, 0.01, self.activation, name="actor")(
+            obs
+        )
         value = MLP(self.hidden_sizes, 1, 1.0, self.activation, name="critic")(obs)[..., 0]
         if self.discrete:
             return actor_out, value, None

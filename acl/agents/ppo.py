@@ -172,9 +172,7 @@ class PPO:
             std = jnp.sqrt(((adv - mean) ** 2 * weight).sum() / denom)
             adv = (adv - mean) / (std + 1e-8)
         ratio = jnp.exp(log_prob - mb["old_log_prob"])
-        surrogate = jnp.minimum(
-            ratio * adv, jnp.clip(ratio, 1 - h.clip_eps, 1 + h.clip_eps) * adv
-        )
+        surrogate = jnp.minimum(ratio * adv, jnp.clip(ratio, 1 - h.clip_eps, 1 + h.clip_eps) * adv)
         policy_loss = -(surrogate * weight).sum() / denom
 
         value_err = (value - mb["target"]) ** 2
@@ -203,8 +201,13 @@ class PPO:
         h = state.hyper
         next_values = self.value(state, batch.next_obs)
         advantages, targets = gae(
-            batch.reward, batch.extras.value, next_values,
-            batch.terminated, batch.done, h.gamma, h.gae_lambda,
+            batch.reward,
+            batch.extras.value,
+            next_values,
+            batch.terminated,
+            batch.done,
+            h.gamma,
+            h.gae_lambda,
         )
         flat = jax.tree.map(
             lambda x: x.reshape((-1,) + x.shape[2:]),
@@ -235,14 +238,20 @@ class PPO:
             return (params, opt_state), {**metrics, "grad_norm": grad_norm}
 
         (params, opt_state), metrics = minibatch_epochs(
-            key, (state.params, state.opt_state), flat,
-            self.config.update_epochs, self.config.num_minibatches, sgd_step,
+            key,
+            (state.params, state.opt_state),
+            flat,
+            self.config.update_epochs,
+            self.config.num_minibatches,
+            sgd_step,
         )
         obs_norm = state.obs_norm
         if self.config.normalize_obs:
             obs_norm = obs_norm.update(flat["obs"])
         new_state = state.replace(
-            params=params, opt_state=opt_state, obs_norm=obs_norm,
+            params=params,
+            opt_state=opt_state,
+            obs_norm=obs_norm,
             update_count=state.update_count + 1,
         )
         metrics = jax.tree.map(jnp.mean, metrics)
