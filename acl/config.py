@@ -134,6 +134,8 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
         parts = key.strip().split(".")
         node = data
         for part in parts[:-1]:
+            if isinstance(node.get(part), str) and part in _COMPONENTS:
+                node[part] = {"name": node[part]}
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
                 raise ConfigError(f"--set {key}: '{part}' is not a section")

@@ -230,7 +230,7 @@ class PPO:
         def sgd_step(carry, mb):
             params, opt_state = carry
             grads, metrics = jax.grad(self._loss, has_aux=True)(params, state, mb)
-            grad_norm = optax.global_norm(grads)
+            grad_norm = optax.tree.norm(grads)
             scale = jnp.minimum(1.0, h.max_grad_norm / (grad_norm + 1e-6))
             grads = jax.tree.map(lambda g: g * scale, grads)
             updates, opt_state = _adam.update(grads, opt_state, params)

@@ -1,0 +1,33 @@
+"""Shared fixtures: tiny configs that compile and run in seconds."""
+
+from __future__ import annotations
+
+import pytest
+
+from acl.config import parse_config
+
+TINY = {
+    "name": "tiny",
+    "env": {"name": "cartpole", "max_episode_steps": 50},
+    "teacher": "random",
+    "agent": {"name": "ppo", "num_minibatches": 2, "update_epochs": 2, "hidden_sizes": [16]},
+    "loop": {"num_envs": 4, "num_steps": 16, "total_env_steps": 768, "eval_every": 256},
+    "eval": {"num_test_tasks": 8},
+    "num_seeds": 2,
+}
+
+
+def tiny_config(**sections):
+    """TINY with sections merged in, e.g. tiny_config(loop={"reinit_every": 128})."""
+    data = {k: (dict(v) if isinstance(v, dict) else v) for k, v in TINY.items()}
+    for name, values in sections.items():
+        if isinstance(values, dict) and isinstance(data.get(name), dict):
+            data[name].update(values)
+        else:
+            data[name] = values
+    return parse_config(data)
+
+
+@pytest.fixture
+def tiny():
+    return tiny_config()

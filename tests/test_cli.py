@@ -1,0 +1,156 @@
+"""The CLI end to end: run directory, summary schema, plot, re-evaluation, bad input."""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+
+import jax
+import matplotlib.image
+import pandas as pd
+import pytest
+import yaml
+
+from acl.results import SUMMARY_KEYS
+from experiments import evaluate as evaluate_cli
+from experiments import run as run_cli
+from tests.conftest import TINY
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    config = root / "tiny.yaml"
+    config.write_text(yaml.safe_dump(TINY))
+    out = root / "run"
+    code = run_cli.main(
+        [
+            "--config",
+            str(config),
+            "--out",
+            str(out),
+            "--no-progress",
+            "--set",
+            "loop.total_env_steps=512",
+        ]
+    )
+    assert code == 0
+    return out
+
+
+def test_run_directory_has_everything_a_researcher_needs(finished_run):
+    summary = json.loads((finished_run / "summary.json").read_text())
+    for key in SUMMARY_KEYS:
+        assert key in summary, key
+    assert summary["env"] == "cartpole" and summary["teacher"] == "random"
+    assert summary["seeds"] == [0, 1] and summary["env_steps"] == 512
+    assert 0.0 <= summary["final_pct_mastered_mean"] <= 100.0
+    assert summary["env_steps_per_second"] > 0 and summary["compile_seconds"] > 0
+    metrics = pd.read_csv(finished_run / "metrics.csv")
+    assert len(metrics[metrics.seed == 0]) >= 2, "need at least two evaluation rows"
+    assert set(metrics.env_steps) == {256, 512}
+    tasks = pd.read_csv(finished_run / "tasks.csv")
+    assert {"chunk", "seed", "pole_half_length"} <= set(tasks.columns) and len(tasks) > 0
+    image = matplotlib.image.imread(finished_run / "learning_curve.png")
+    assert image.ndim == 3 and image.shape[0] > 100
+    provenance = json.loads((finished_run / "provenance.json").read_text())
+    assert provenance["versions"]["jax"] and provenance["git_commit"] and provenance["device"]
+    resolved = yaml.safe_load((finished_run / "config.yaml").read_text())
+    assert resolved["loop"]["total_env_steps"] == 512
+    assert (finished_run / "agent_params.msgpack").stat().st_size > 0
+
+
+def test_evaluate_reproduces_the_final_figure(finished_run):
+    summary = json.loads((finished_run / "summary.json").read_text())
+    figures = evaluate_cli.evaluate_run(str(finished_run))
+    assert figures["pct_mastered_per_seed"] == summary["final_pct_mastered_per_seed"]
+    assert figures["mean_return_per_seed"] == pytest.approx(
+        summary["final_mean_return_per_seed"], rel=1e-5
+    )
+
+
+@contextmanager
+def count_compilations():
+    events = []
+
+    def listener(event, duration, **kwargs):
+        if event.startswith("/jax/core/compile/"):
+            events.append(event)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield events
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+
+
+BAD_INPUTS = [
+    (["--set", "env.name=cartpol"], "env.name: unknown env 'cartpol'; did you mean 'cartpole'"),
+    (["--set", "teacher.name=randm"], "unknown teacher 'randm'; did you mean 'random'"),
+    (["--set", "agent.name=ppp"], "unknown agent 'ppp'; did you mean 'ppo'"),
+    (
+        ["--set", "env.task_low=[1.0, 0.05, 1.0]", "--set", "env.task_high=[0.5, 2.0, 40.0]"],
+        "low=1.0 >= high=0.5",
+    ),
+    (["--set", "loop.num_envs=0"], "loop.num_envs must be a positive integer, got 0"),
+    (["--set", "loop.total_env_steps=-5"], "loop.total_env_steps must be a positive integer"),
+    (["--seeds", "0"], "num_seeds must be a positive integer, got 0"),
+    (["--set", "loop.num_enms=4"], "loop: unknown config key 'num_enms'; did you mean 'num_envs'"),
+    (["--set", "agent.learning_rte=0.1"], "agent: unknown config key 'learning_rte'"),
+    (["--set", "colour=blue"], "config: unknown config key 'colour'"),
+]
+
+
+@pytest.mark.parametrize("args,message", BAD_INPUTS, ids=[m[:30] for _, m in BAD_INPUTS])
+def test_bad_input_fails_before_compiling_with_a_one_line_error(tmp_path, capsys, args, message):
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(TINY))
+    with count_compilations() as compiled:
+        code = run_cli.main(["--config", str(config), "--out", str(tmp_path / "run"), *args])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert message in err
+    assert len(err.splitlines()) == 1
+    assert compiled == [], "nothing may be compiled before a config error"
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (None, "cannot read"),
+        ("loop: [unclosed", "is not valid YAML"),
+        ("- just\n- a list\n", "must hold a mapping"),
+    ],
+)
+def test_unreadable_config_file(tmp_path, capsys, content, message):
+    path = tmp_path / "config.yaml"
+    if content is not None:
+        path.write_text(content)
+    with count_compilations() as compiled:
+        code = run_cli.main(["--config", str(path)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and message in err and len(err.splitlines()) == 1
+    assert compiled == []
+
+
+def test_nan_stops_the_run_naming_the_iteration_and_keeps_metrics(tmp_path, capsys):
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(TINY))
+    out = tmp_path / "run"
+    code = run_cli.main(
+        [
+            "--config",
+            str(config),
+            "--out",
+            str(out),
+            "--no-progress",
+            "--set",
+            "agent.learning_rate=.nan",
+        ]
+    )
+    err = capsys.readouterr().err.strip()
+    assert code == 1
+    assert "non-finite loss at iteration" in err and len(err.splitlines()) == 1
+    assert (out / "metrics.csv").exists() and (out / "config.yaml").exists()
+    assert not (out / "summary.json").exists()
