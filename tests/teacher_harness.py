@@ -1,0 +1,104 @@
+"""A conformance harness any teacher can be dropped into.
+
+    check_teacher(make_teacher)   # make_teacher(task_space) -> teacher
+
+It checks the protocol, jit, vmap over seeds, a valid sample after every update, and
+that an all-invalid feedback mask (with garbage in the masked records) changes nothing
+that could poison later samples.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from acl.spaces import Box
+from acl.teachers.base import Feedback, SampleInfo, Teacher
+
+SPACE = Box(low=(-1.0, 0.0, 10.0), high=(1.0, 5.0, 20.0), names=("a", "b", "c"))
+
+
+def random_feedback(key, tasks: jax.Array, valid_fraction: float = 0.7) -> Feedback:
+    """Feedback for tasks [K, D]: returns rise with the first coordinate, some masked."""
+    k_mask, k_noise = jax.random.split(key)
+    n = tasks.shape[0]
+    ret = (tasks[:, 0] - SPACE.low[0]) / (SPACE.high[0] - SPACE.low[0])
+    ret = ret + 0.1 * jax.random.normal(k_noise, (n,))
+    return Feedback(
+        task=tasks,
+        episode_return=ret,
+        success=ret > 0.5,
+        length=jnp.full((n,), 10, jnp.int32),
+        mask=jax.random.uniform(k_mask, (n,)) < valid_fraction,
+    )
+
+
+def garbage_feedback(tasks: jax.Array) -> Feedback:
+    n = tasks.shape[0]
+    return Feedback(
+        task=jnp.full_like(tasks, jnp.nan),
+        episode_return=jnp.full((n,), jnp.nan),
+        success=jnp.ones((n,), bool),
+        length=jnp.zeros((n,), jnp.int32),
+        mask=jnp.zeros((n,), bool),
+    )
+
+
+def assert_valid_tasks(tasks, n: int, space: Box = SPACE) -> None:
+    tasks = np.asarray(tasks)
+    assert tasks.shape == (n, space.dim), tasks.shape
+    assert np.isfinite(tasks).all(), "non-finite task"
+    assert (tasks >= np.asarray(space.low) - 1e-6).all(), "task below the lower bound"
+    assert (tasks <= np.asarray(space.high) + 1e-6).all(), "task above the upper bound"
+
+
+def check_teacher(make_teacher, rounds: int = 6, batch: int = 32, num_seeds: int = 3) -> None:
+    teacher = make_teacher(SPACE)
+    assert isinstance(teacher, Teacher), "teacher lacks part of the protocol"
+    params = teacher.default_params()
+    state = teacher.init(jax.random.PRNGKey(0), params)
+    assert dataclasses.is_dataclass(state) and not isinstance(state, dict), (
+        "TeacherState must be a typed dataclass"
+    )
+
+    init = jax.jit(teacher.init)
+    sample = jax.jit(teacher.sample, static_argnums=2)
+    update = jax.jit(teacher.update)
+
+    state = init(jax.random.PRNGKey(1), params)
+    key = jax.random.PRNGKey(2)
+    for _ in range(rounds):
+        key, k_sample, k_feedback = jax.random.split(key, 3)
+        state, tasks, info = sample(state, k_sample, batch)
+        assert isinstance(info, SampleInfo) and info.train_on.shape == (batch,)
+        assert_valid_tasks(tasks, batch)
+        state = update(state, tasks, random_feedback(k_feedback, tasks))
+        _, after, _ = sample(state, k_sample, batch)
+        assert_valid_tasks(after, batch)
+
+    # All-invalid feedback with NaN payload must not leak into the state.
+    before = jax.tree.leaves(state)
+    state = update(state, tasks, garbage_feedback(tasks))
+    for leaf in jax.tree.leaves(state):
+        if jnp.issubdtype(jnp.asarray(leaf).dtype, jnp.floating):
+            assert np.isfinite(np.asarray(leaf)).all(), "masked garbage reached the state"
+    assert len(before) == len(jax.tree.leaves(state))
+    _, tasks, _ = sample(state, jax.random.PRNGKey(9), batch)
+    assert_valid_tasks(tasks, batch)
+
+    # vmap over seeds: one compiled program serves every seed.
+    keys = jax.random.split(jax.random.PRNGKey(3), num_seeds)
+    states = jax.jit(jax.vmap(teacher.init, in_axes=(0, None)))(keys, params)
+    vsample = jax.jit(jax.vmap(teacher.sample, in_axes=(0, 0, None)), static_argnums=2)
+    vupdate = jax.jit(jax.vmap(teacher.update))
+    for i in range(rounds):
+        sample_keys = jax.random.split(jax.random.PRNGKey(10 + i), num_seeds)
+        states, tasks, _ = vsample(states, sample_keys, batch)
+        assert tasks.shape == (num_seeds, batch, SPACE.dim)
+        for seed_tasks in tasks:
+            assert_valid_tasks(seed_tasks, batch)
+        feedback = jax.vmap(random_feedback)(sample_keys, tasks)
+        states = vupdate(states, tasks, feedback)

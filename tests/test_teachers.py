@@ -1,0 +1,45 @@
+"""Every registered teacher through the shared harness, plus baseline behaviour."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+from acl.teachers import TEACHERS
+from acl.teachers.random import FixedTeacher, RandomTeacher
+from tests.teacher_harness import SPACE, check_teacher, random_feedback
+
+
+@pytest.mark.parametrize("name", TEACHERS.names())
+def test_teacher_conforms(name):
+    check_teacher(lambda space: TEACHERS.get(name)(task_space=space))
+
+
+def test_random_covers_the_box_uniformly():
+    teacher = RandomTeacher(SPACE)
+    state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
+    _, tasks, _ = teacher.sample(state, jax.random.PRNGKey(1), 20_000)
+    tasks = np.asarray(tasks)
+    width = np.asarray(SPACE.high) - np.asarray(SPACE.low)
+    unit = (tasks - np.asarray(SPACE.low)) / width
+    np.testing.assert_allclose(unit.mean(0), 0.5, atol=0.01)
+    np.testing.assert_allclose(unit.std(0), 1 / np.sqrt(12), rtol=0.03)
+
+
+def test_fixed_always_hands_out_the_default_task():
+    space = SPACE.replace(default=(0.5, 1.0, 12.0))
+    teacher = FixedTeacher(space)
+    state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
+    state, tasks, _ = teacher.sample(state, jax.random.PRNGKey(1), 7)
+    np.testing.assert_array_equal(np.asarray(tasks), np.tile([0.5, 1.0, 12.0], (7, 1)))
+    feedback = random_feedback(jax.random.PRNGKey(2), tasks)
+    state = teacher.update(state, tasks, feedback)
+    assert int(state.episodes_seen) == int(feedback.mask.sum())
+
+
+def test_unknown_teacher_suggests_the_closest_name():
+    from acl.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="did you mean 'random'"):
+        TEACHERS.get("randon")
