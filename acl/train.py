@@ -143,11 +143,16 @@ class Trainer:
             max(1, loop.reinit_every // self.steps_per_iteration) if loop.reinit_every else 0
         )
         ev = config.eval
-        self.test_tasks = jnp.asarray(
-            make_test_set(self.env.task_space, ev.num_test_tasks, ev.grid_per_dim, ev.seed)
+        # numpy, not jax: closed-over jax arrays become hidden arguments of AOT calls
+        self.test_tasks = make_test_set(
+            self.env.task_space, ev.num_test_tasks, ev.grid_per_dim, ev.seed
         )
-        self.eval_key = jax.random.PRNGKey(ev.seed)
         self.tasks_per_iteration = max(1, loop.task_log_size // self.iterations_per_chunk)
+
+    @property
+    def eval_key(self) -> jax.Array:
+        """Fixed evaluation key: every evaluation plays the same starts."""
+        return jax.random.PRNGKey(self.config.eval.seed)
 
     # -- the loop --------------------------------------------------------------------
 

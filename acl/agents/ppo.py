@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import struct
 from gymnax.environments import spaces
@@ -47,6 +48,8 @@ class PPOHyperparams:
     """Value loss coefficient."""
     max_grad_norm: float = 0.5
     """Global gradient-norm clip."""
+    reward_scale: float = 1.0
+    """Rewards are multiplied by this before GAE (keeps value targets near unit scale)."""
 
 
 @dataclass(frozen=True)
@@ -105,8 +108,9 @@ class PPO:
         self.discrete = isinstance(action_space, spaces.Discrete)
         action_dim = action_space.n if self.discrete else int(action_space.shape[0])
         if not self.discrete:
-            self.action_low = jnp.asarray(action_space.low, jnp.float32)
-            self.action_high = jnp.asarray(action_space.high, jnp.float32)
+            # numpy, not jax: closed-over jax arrays become hidden arguments of AOT calls
+            self.action_low = np.asarray(action_space.low, np.float32)
+            self.action_high = np.asarray(action_space.high, np.float32)
         self.network = ActorCritic(
             action_dim, self.discrete, self.config.hidden_sizes, self.config.activation
         )

@@ -1,0 +1,166 @@
+"""PPO training throughput on CartPole, beside the raw env ceiling at the same batch.
+
+    python -m experiments.bench_ppo [--seeds 1 16] [--iterations 50] [--out FILE.json]
+
+For each seed count S it times (after compiling, reported separately):
+  - ppo:  the curriculum loop's training iterations (Fixed teacher, rollout of
+          num_envs x num_steps, PPO update), vmapped over S seeds;
+  - raw:  random actions through the same env with resets, S x num_envs instances,
+          no learning: the ceiling.
+and prints env steps/s for both and their ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+from acl.config import parse_config
+from acl.results import format_table, provenance
+from acl.train import Trainer
+
+CONFIG = {
+    "name": "bench_ppo_cartpole",
+    "env": "cartpole",
+    "teacher": "fixed",
+    "agent": {"name": "ppo"},  # PureJaxRL's CartPole settings are PPO's defaults
+    "loop": {"num_envs": 4, "num_steps": 128, "total_env_steps": 512, "eval_every": 512},
+}
+
+
+def time_call(fn, *args, repeats: int = 3) -> float:
+    """Best wall time of `repeats` calls, blocking on the result."""
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def bench_ppo(num_seeds: int, iterations: int) -> dict:
+    trainer = Trainer(parse_config({**CONFIG, "num_seeds": num_seeds}))
+
+    def train_iterations(seed_carry):
+        return jax.lax.scan(trainer._iteration, seed_carry, jnp.arange(iterations))[0]
+
+    keys = trainer.seed_keys()
+    carry = jax.jit(jax.vmap(trainer.init, out_axes=trainer.carry_axes))(keys)
+    start = time.perf_counter()
+    run = jax.jit(jax.vmap(train_iterations)).lower(carry.seed).compile()
+    compile_seconds = time.perf_counter() - start
+    seconds = time_call(run, carry.seed)
+    steps = num_seeds * iterations * trainer.steps_per_iteration
+    return {
+        "compile_seconds": compile_seconds,
+        "seconds": seconds,
+        "env_steps": steps,
+        "steps_per_second": steps / seconds,
+    }
+
+
+def bench_raw(num_seeds: int, iterations: int) -> dict:
+    trainer = Trainer(parse_config({**CONFIG, "num_seeds": 1}))
+    env = trainer.env
+    n = num_seeds * trainer.num_envs
+    steps = iterations * trainer.num_steps
+    params = env.params_for_tasks(
+        jnp.broadcast_to(env.task_space.default_task, (n, env.task_space.dim))
+    )
+
+    def rollout(key):
+        obs, state = jax.vmap(env.reset)(jax.random.split(key, n), params)
+
+        def step(state, key):
+            k_act, k_step, k_reset = jax.random.split(key, 3)
+            action = jax.random.randint(k_act, (n,), 0, 2)
+            _, next_state, reward, terminated, truncated, _ = jax.vmap(env.step)(
+                jax.random.split(k_step, n), state, action, params
+            )
+            _, fresh = jax.vmap(env.reset)(jax.random.split(k_reset, n), params)
+            done = terminated | truncated
+            state = jax.tree.map(
+                lambda a, b: jnp.where(done.reshape(done.shape + (1,) * (a.ndim - 1)), a, b),
+                fresh,
+                next_state,
+            )
+            return state, reward.sum()
+
+        return jax.lax.scan(step, state, jax.random.split(key, steps))[1].sum()
+
+    key = jax.random.PRNGKey(0)
+    start = time.perf_counter()
+    run = jax.jit(rollout).lower(key).compile()
+    compile_seconds = time.perf_counter() - start
+    seconds = time_call(run, key)
+    return {
+        "compile_seconds": compile_seconds,
+        "seconds": seconds,
+        "env_steps": n * steps,
+        "steps_per_second": n * steps / seconds,
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.bench_ppo", description=__doc__)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 16])
+    parser.add_argument(
+        "--iterations",
+        type=int,
+        default=50,
+        help="PPO iterations (rollout + update) per timed call",
+    )
+    parser.add_argument("--out", default="runs/bench_ppo.json")
+    args = parser.parse_args(argv)
+
+    results, rows = [], []
+    for seeds in args.seeds:
+        ppo = bench_ppo(seeds, args.iterations)
+        raw = bench_raw(seeds, args.iterations)
+        results.append(
+            {
+                "seeds": seeds,
+                "instances": seeds * CONFIG["loop"]["num_envs"],
+                "ppo": ppo,
+                "raw_env": raw,
+            }
+        )
+        rows.append(
+            {
+                "seeds": seeds,
+                "envs": seeds * CONFIG["loop"]["num_envs"],
+                "PPO steps/s": f"{ppo['steps_per_second']:,.0f}",
+                "raw env steps/s": f"{raw['steps_per_second']:,.0f}",
+                "PPO / raw": f"{ppo['steps_per_second'] / raw['steps_per_second']:.3f}",
+                "PPO compile s": f"{ppo['compile_seconds']:.1f}",
+                "raw compile s": f"{raw['compile_seconds']:.1f}",
+            }
+        )
+    print(format_table(rows, list(rows[0])))
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(
+        json.dumps(
+            {
+                "benchmark": "bench_ppo",
+                "config": CONFIG,
+                "iterations": args.iterations,
+                "machine": {"cpus": jax.local_device_count(), "processor": platform.processor()},
+                "provenance": provenance([]),
+                "results": results,
+            },
+            indent=2,
+        )
+    )
+    print(f"written: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
