@@ -16,8 +16,8 @@ $(STAMP): setup.cfg pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(PY) -m experiments.run --config experiments/configs/cartpole_random.yaml --seeds 4 --out runs/cartpole_random
-	$(PY) -m experiments.run --config experiments/configs/cartpole_fixed.yaml --seeds 4 --out runs/cartpole_fixed
+	$(PY) -m experiments.run --config experiments/configs/cartpole_random.yaml --out runs/cartpole_random
+	$(PY) -m experiments.run --config experiments/configs/cartpole_fixed.yaml --out runs/cartpole_fixed
 	$(PY) -m experiments.compare runs/cartpole_random runs/cartpole_fixed --out runs/cartpole_compare
 
 test: $(STAMP)

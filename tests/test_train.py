@@ -73,8 +73,11 @@ def test_chunked_and_unchunked_runs_give_identical_metrics(trainer, host_run):
     _, chunked = host_run
     _, whole = jax.jit(jax.vmap(trainer.train))(trainer.seed_keys())
     whole = jax.device_get(whole)
-    for name in ("eval_pct_mastered", "eval_mean_return", "train_return", "loss", "tasks"):
+    for name in ("eval_pct_mastered", "eval_mean_return", "train_return", "episodes", "tasks"):
         np.testing.assert_array_equal(getattr(whole, name), getattr(chunked, name), err_msg=name)
+    # The two are different XLA programs; the loss summary (a mean over minibatches) may
+    # be fused differently and differ in the last bit while the trajectory is identical.
+    np.testing.assert_allclose(whole.loss, chunked.loss, rtol=1e-6, atol=0)
 
 
 def test_same_seed_same_metrics_and_different_seeds_differ(trainer, host_run):
