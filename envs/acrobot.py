@@ -81,21 +81,11 @@ class AcrobotTask(GymnaxTaskEnv):
         units=_UNITS,
         default=_DEFAULT,
     )
-    unfeasible_bounds = Box(
-        low=(0.1, 0.1, 0.05),
-        high=(10.0, 10.0, 3.0),
-        names=_NAMES,
-        units=_UNITS,
-        default=_DEFAULT,
-        field_name="unfeasible_bounds",
+    unfeasible_bounds = task_space.replace(
+        low=(0.1, 0.1, 0.05), high=(10.0, 10.0, 3.0), field_name="unfeasible_bounds"
     )
-    trivial_bounds = Box(
-        low=(0.1, 0.1, 0.2),
-        high=(3.0, 3.0, 20.0),
-        names=_NAMES,
-        units=_UNITS,
-        default=_DEFAULT,
-        field_name="trivial_bounds",
+    trivial_bounds = task_space.replace(
+        low=(0.1, 0.1, 0.2), high=(3.0, 3.0, 20.0), field_name="trivial_bounds"
     )
     success_threshold = -100.0
     return_bounds = (-500.0, 0.0)

@@ -76,21 +76,11 @@ class CartPoleTask(GymnaxTaskEnv):
         units=_UNITS,
         default=_DEFAULT,
     )
-    unfeasible_bounds = Box(
-        low=(0.05, 0.05, 1.0),
-        high=(2.0, 2.0, 5000.0),
-        names=_NAMES,
-        units=_UNITS,
-        default=_DEFAULT,
-        field_name="unfeasible_bounds",
+    unfeasible_bounds = task_space.replace(
+        low=(0.05, 0.05, 1.0), high=(2.0, 2.0, 5000.0), field_name="unfeasible_bounds"
     )
-    trivial_bounds = Box(
-        low=(0.05, 0.05, 1.0),
-        high=(2.0, 20.0, 1000.0),
-        names=_NAMES,
-        units=_UNITS,
-        default=_DEFAULT,
-        field_name="trivial_bounds",
+    trivial_bounds = task_space.replace(
+        low=(0.05, 0.05, 1.0), high=(2.0, 20.0, 1000.0), field_name="trivial_bounds"
     )
     success_threshold = 475.0
     return_bounds = (0.0, 500.0)

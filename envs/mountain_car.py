@@ -78,21 +78,11 @@ class MountainCarContinuousTask(GymnaxTaskEnv):
         units=_UNITS,
         default=_DEFAULT,
     )
-    unfeasible_bounds = Box(
-        low=(0.0002, 0.0005),
-        high=(0.004, 0.03),
-        names=_NAMES,
-        units=_UNITS,
-        default=_DEFAULT,
-        field_name="unfeasible_bounds",
+    unfeasible_bounds = task_space.replace(
+        low=(0.0002, 0.0005), high=(0.004, 0.03), field_name="unfeasible_bounds"
     )
-    trivial_bounds = Box(
-        low=(0.0002, 0.0005),
-        high=(0.03, 0.006),
-        names=_NAMES,
-        units=_UNITS,
-        default=_DEFAULT,
-        field_name="trivial_bounds",
+    trivial_bounds = task_space.replace(
+        low=(0.0002, 0.0005), high=(0.03, 0.006), field_name="trivial_bounds"
     )
     success_threshold = 90.0
     return_bounds = (-99.9, 100.0)

@@ -98,21 +98,11 @@ class PendulumTask(GymnaxTaskEnv):
         units=_UNITS,
         default=_DEFAULT,
     )
-    unfeasible_bounds = Box(
-        low=(0.2, 0.2, 0.2),
-        high=(20.0, 3.0, 6.0),
-        names=_NAMES,
-        units=_UNITS,
-        default=_DEFAULT,
-        field_name="unfeasible_bounds",
+    unfeasible_bounds = task_space.replace(
+        low=(0.2, 0.2, 0.2), high=(20.0, 3.0, 6.0), field_name="unfeasible_bounds"
     )
-    trivial_bounds = Box(
-        low=(0.2, 0.2, 0.2),
-        high=(3.0, 3.0, 60.0),
-        names=_NAMES,
-        units=_UNITS,
-        default=_DEFAULT,
-        field_name="trivial_bounds",
+    trivial_bounds = task_space.replace(
+        low=(0.2, 0.2, 0.2), high=(3.0, 3.0, 60.0), field_name="trivial_bounds"
     )
     success_threshold = -400.0
     return_bounds = (-200 * _worst_step_cost(6.0), 0.0)
