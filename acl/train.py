@@ -156,12 +156,12 @@ class Trainer:
 
     # -- the loop --------------------------------------------------------------------
 
-    def _init_agent(self, key):
+    def init_agent(self, key):
         return self.agent.init(key, self.env.observation_space(), self.env.action_space())
 
     def init(self, key: jax.Array) -> LoopCarry:
         agent_key, teacher_key, sample_key, reset_key, loop_key = jax.random.split(key, 5)
-        agent_state = self._init_agent(agent_key)
+        agent_state = self.init_agent(agent_key)
         teacher_state = self.teacher.init(teacher_key, self.teacher.default_params())
         teacher_state, tasks, info = self.teacher.sample(teacher_state, sample_key, self.num_envs)
         slots = start_slots(self.env, self.agent, reset_key, tasks, info.train_on)
@@ -201,7 +201,7 @@ class Trainer:
         if self.reinit_iterations:
             due = (iteration + 1) % self.reinit_iterations == 0
             agent_state = jax.lax.cond(
-                due, lambda: self._init_agent(reinit_key), lambda: agent_state
+                due, lambda: self.init_agent(reinit_key), lambda: agent_state
             )
         stats = {
             "return_sum": (feedback.episode_return * feedback.mask).sum(),

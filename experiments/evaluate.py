@@ -23,7 +23,7 @@ def evaluate_run(run_path: str, episodes_per_task: int | None = None) -> dict:
     config = parse_config(run_dir.read_config_dict())
     trainer = Trainer(config)
     keys = trainer.seed_keys()
-    template = jax.vmap(trainer._init_agent)(keys)
+    template = jax.vmap(trainer.init_agent)(keys)
     agent_state = run_dir.load_agent(template)
     episodes = episodes_per_task or config.eval.episodes_per_task
 

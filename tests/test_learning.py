@@ -66,7 +66,7 @@ def test_ppo_learns_pendulum_swing_up():
     config = load_config("experiments/configs/pendulum_fixed.yaml", num_seeds=3)
     trainer = Trainer(config)
     keys = trainer.seed_keys()
-    untrained = jax.jit(jax.vmap(trainer._init_agent))(keys)
+    untrained = jax.jit(jax.vmap(trainer.init_agent))(keys)
     before = final_returns(trainer, untrained, episodes=16).mean(axis=1)
     carry, _ = jax.jit(jax.vmap(trainer.train))(keys)
     after = final_returns(trainer, carry.seed.agent_state, episodes=16).mean(axis=1)

@@ -36,7 +36,7 @@ def test_episode_keeps_its_task_across_batches_and_changes_only_at_reset(trainer
     env, agent = trainer.env, trainer.agent
     n, steps = 4, 16
     key = jax.random.PRNGKey(3)
-    agent_state = trainer._init_agent(key)
+    agent_state = trainer.init_agent(key)
     first = trainer.env.task_space.sample_uniform(jax.random.PRNGKey(0), n)
     slots = start_slots(env, agent, key, first, jnp.ones(n, bool))
 
@@ -106,7 +106,7 @@ def test_reinit_hook_resets_the_agent_every_n_steps():
     carry, _ = trainer.jit_run_chunk_seeds()(carry)
     # Updates since the last re-init: re-inits after iterations 2 and 4 leave 0.
     assert int(carry.seed.agent_state.update_count[0]) == 0
-    fresh = trainer._init_agent(jax.random.PRNGKey(0))
+    fresh = trainer.init_agent(jax.random.PRNGKey(0))
     kernel = lambda params: params["params"]["actor"]["Dense_0"]["kernel"]  # noqa: E731
     assert not np.allclose(kernel(carry.seed.agent_state.params)[0], kernel(fresh.params)), (
         "re-init must draw new weights"
