@@ -1,0 +1,239 @@
+"""EM mixtures in acl.teachers.gmm against sklearn's GaussianMixture as the oracle."""
+
+from __future__ import annotations
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import linalg as sla
+from scipy.stats import multivariate_normal
+from sklearn.mixture import GaussianMixture
+
+from acl.teachers.gmm import GMM, fit_gmms, gmm_log_prob, n_parameters, sample_gmm, select_best
+
+K_MIN, K_MAX, INITS, ITERS = 2, 6, 3, 100
+PER_BLOB, NUM_MASKED = 100, 60
+CENTRES_2D = np.array([[0.0, 0.0], [6.0, 6.0], [-6.0, 6.0]])
+CENTRES_3D = np.array([[0.0, 0.0, 0.0], [6.0, 6.0, 6.0], [-6.0, 6.0, 6.0]])
+
+
+def blobs(centres, seed, std=0.7):
+    rng = np.random.default_rng(seed)
+    return np.concatenate([rng.normal(c, std, (PER_BLOB, len(c))) for c in centres]).astype(
+        np.float32
+    )
+
+
+def with_garbage(x, fill):
+    """x followed by NUM_MASKED masked rows holding `fill`."""
+    garbage = np.full((NUM_MASKED, x.shape[1]), fill, np.float32)
+    mask = np.r_[np.ones(len(x), bool), np.zeros(NUM_MASKED, bool)]
+    return jnp.asarray(np.concatenate([x, garbage])), jnp.asarray(mask)
+
+
+def fit(x, mask, reg_covar=1e-6, seed=0, k_min=K_MIN, k_max=K_MAX):
+    return fit_gmms(jax.random.key(seed), x, mask, k_min, k_max, INITS, ITERS, reg_covar)
+
+
+def best_of_k(fits, k, k_min=K_MIN):
+    """Highest-likelihood init for k components, trimmed to its k active components."""
+    i = int(np.argmax(fits.log_likelihood[k - k_min]))
+    w, m, c = (
+        np.asarray(a[k - k_min, i], np.float64)
+        for a in (fits.weights, fits.means, fits.covariances)
+    )
+    return w[:k], m[:k], c[:k], float(fits.log_likelihood[k - k_min, i])
+
+
+def sklearn_with(w, m, c):
+    """A 'fitted' sklearn mixture carrying our parameters, to score them with sklearn's code."""
+    gm = GaussianMixture(len(w), covariance_type="full")
+    gm.weights_, gm.means_, gm.covariances_ = w, m, c
+    eye = np.eye(m.shape[1])
+    gm.precisions_cholesky_ = np.stack(
+        [sla.solve_triangular(np.linalg.cholesky(ci), eye, lower=True).T for ci in c]
+    )
+    return gm
+
+
+def assert_centres(means, centres, atol=0.3):
+    best = min(
+        np.abs(means[list(p)] - centres).max() for p in itertools.permutations(range(len(means)))
+    )
+    assert best < atol, (means, centres)
+
+
+@pytest.fixture(scope="module")
+def data2():
+    return blobs(CENTRES_2D, seed=1)
+
+
+@pytest.fixture(scope="module")
+def fits2(data2):
+    # NaN in the masked rows: any leak poisons the whole fit.
+    return fit(*with_garbage(data2, np.nan))
+
+
+@pytest.fixture(scope="module")
+def fits3():
+    x = blobs(CENTRES_3D, seed=2)
+    return x, fit(jnp.asarray(x), jnp.ones(len(x), bool), k_min=3, k_max=3)
+
+
+def test_matches_sklearn_2d(data2, fits2):
+    w, m, c, ll = best_of_k(fits2, 3)
+    ref = GaussianMixture(3, covariance_type="full", reg_covar=1e-6, n_init=3, random_state=0)
+    ref.fit(data2.astype(np.float64))
+    assert ll / len(data2) == pytest.approx(ref.score(data2), abs=2e-3)
+    # Our reported likelihood is that of our parameters, as sklearn computes it.
+    assert ll / len(data2) == pytest.approx(sklearn_with(w, m, c).score(data2), abs=1e-4)
+    assert_centres(m, CENTRES_2D)
+
+
+def test_matches_sklearn_3d(fits3):
+    x, fits = fits3
+    w, m, c, ll = best_of_k(fits, 3, k_min=3)
+    ref = GaussianMixture(3, covariance_type="full", reg_covar=1e-6, n_init=3, random_state=0)
+    ref.fit(x.astype(np.float64))
+    assert ll / len(x) == pytest.approx(ref.score(x), abs=2e-3)
+    assert_centres(m, CENTRES_3D)
+
+
+@pytest.mark.parametrize("k", range(1, 7))
+@pytest.mark.parametrize("f", range(1, 5))
+def test_n_parameters_matches_sklearn(k, f):
+    gm = GaussianMixture(k, covariance_type="full")
+    gm.means_ = np.zeros((k, f))
+    assert int(n_parameters(k, f)) == gm._n_parameters()
+
+
+def test_criteria_match_sklearn(data2, fits2):
+    n = len(data2)
+    for k in range(K_MIN, K_MAX + 1):
+        i = int(np.argmax(fits2.log_likelihood[k - K_MIN]))
+        gm = sklearn_with(*best_of_k(fits2, k)[:3])
+        p = gm._n_parameters()
+        aic, bic = (float(a[k - K_MIN, i]) for a in (fits2.aic, fits2.bic))
+        assert aic == pytest.approx(gm.aic(data2), rel=1e-4)
+        assert bic == pytest.approx(gm.bic(data2), rel=1e-4)
+        expected_aicc = gm.aic(data2) + 2 * p * (p + 1) / (n - p - 1)
+        assert float(fits2.aicc[k - K_MIN, i]) == pytest.approx(expected_aicc, rel=1e-4)
+
+
+def test_aicc_guarded_when_too_few_points():
+    x = jnp.asarray(blobs(CENTRES_2D, seed=3)[::20])  # 15 points; k=3 in 2-D has 17 params
+    fits = fit_gmms(jax.random.key(0), x, jnp.ones(len(x), bool), 1, 3, 2, 20)
+    assert np.isinf(fits.aicc[2]).all() and np.isfinite(fits.aicc[0]).all()
+    assert not np.isnan(fits.aicc).any()
+    assert int((select_best(fits, "aicc").weights > 0).sum()) < 3
+
+
+def test_bic_selects_true_k(fits2):
+    best = select_best(fits2, "bic")
+    assert int((best.weights > 0).sum()) == 3
+    assert_centres(np.asarray(best.means[:3]), CENTRES_2D)
+
+
+def test_aic_selects_true_k(data2):
+    # With reg_covar 1e-6 the full-covariance likelihood rewards near-degenerate extra
+    # components more than AIC's penalty (sklearn's own fits do too); a floor on the
+    # covariance bounds that gain, as a teacher would use on noisy task data.
+    fits = fit(*with_garbage(data2, np.nan), reg_covar=0.05)
+    for criterion in ("aic", "aicc", "bic"):
+        assert int((select_best(fits, criterion).weights > 0).sum()) == 3, criterion
+
+
+def test_select_best_is_argmin(fits2):
+    for criterion in ("aic", "bic", "aicc"):
+        scores = np.asarray(getattr(fits2, criterion))
+        k, i = np.unravel_index(np.argmin(scores), scores.shape)
+        best = select_best(fits2, criterion)
+        np.testing.assert_array_equal(best.weights, fits2.weights[k, i])
+        np.testing.assert_array_equal(best.covariances, fits2.covariances[k, i])
+    with pytest.raises(ValueError):
+        select_best(fits2, "likelihood")
+
+
+@pytest.mark.parametrize("fill", [0.0, 1e6, -3.0])
+def test_masked_points_ignored(data2, fits2, fill):
+    other = fit(*with_garbage(data2, fill))
+    for a, b in zip(jax.tree.leaves(fits2), jax.tree.leaves(other), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_bic_uses_valid_count(data2, fits2):
+    k, i = 0, 0
+    p = n_parameters(K_MIN, 2)
+    expected = p * np.log(len(data2)) - 2 * float(fits2.log_likelihood[k, i])
+    assert float(fits2.bic[k, i]) == pytest.approx(expected, rel=1e-5)
+
+
+def test_padding_zero_weight_and_finite(fits2):
+    for leaf in jax.tree.leaves(fits2):
+        assert np.isfinite(leaf).all()
+    for j, k in enumerate(range(K_MIN, K_MAX + 1)):
+        w = np.asarray(fits2.weights[j])  # [I, k_max]
+        assert (w[:, k:] == 0).all()
+        assert (w[:, :k] > 0).all()
+        np.testing.assert_allclose(w.sum(-1), 1.0, rtol=1e-5)
+
+
+def test_jit_and_vmap_over_datasets():
+    shifts = np.array([[0.0, 0.0], [10.0, -4.0], [-3.0, 20.0]], np.float32)
+    xs = np.stack([blobs(CENTRES_2D, seed=10 + s)[::2] + sh for s, sh in enumerate(shifts)])
+    masks = np.ones(xs.shape[:2], bool)
+    keys = jax.random.split(jax.random.key(5), len(xs))
+
+    def one(key, x, mask):
+        return select_best(fit_gmms(key, x, mask, 3, 3, 2, 50), "bic")
+
+    batched = jax.jit(jax.vmap(one))(keys, jnp.asarray(xs), jnp.asarray(masks))
+    for d in range(len(xs)):
+        single = one(keys[d], jnp.asarray(xs[d]), jnp.asarray(masks[d]))
+        np.testing.assert_allclose(batched.means[d], single.means, atol=1e-4)
+        assert_centres(np.asarray(batched.means[d]), CENTRES_2D + shifts[d])
+
+
+def test_log_prob_matches_scipy_and_ignores_zero_weights(fits2, data2):
+    w, m, c, _ = best_of_k(fits2, 3)
+    expected = np.log(
+        sum(wi * multivariate_normal(mi, ci).pdf(data2) for wi, mi, ci in zip(w, m, c))
+    )
+    # A zero-weight padded component with a singular covariance must not matter.
+    gmm = GMM(
+        weights=jnp.asarray(np.r_[w, 0.0], jnp.float32),
+        means=jnp.asarray(np.r_[m, [[1e3, 1e3]]], jnp.float32),
+        covariances=jnp.asarray(np.r_[c, np.zeros((1, 2, 2))], jnp.float32),
+    )
+    got = gmm_log_prob(gmm, jnp.asarray(data2))
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_sampling_recovers_single_gaussian():
+    rng = np.random.default_rng(7)
+    true_cov = np.array([[2.0, 0.8], [0.8, 0.5]])
+    x = rng.multivariate_normal([1.0, -2.0], true_cov, 2000).astype(np.float32)
+    fits = fit_gmms(jax.random.key(0), jnp.asarray(x), jnp.ones(len(x), bool), 1, 1, 1, 5)
+    gmm = select_best(fits, "bic")
+    np.testing.assert_allclose(gmm.means[0], x.mean(0), atol=1e-4)
+    np.testing.assert_allclose(gmm.covariances[0], np.cov(x.T, bias=True), atol=1e-3)
+    s = np.asarray(sample_gmm(jax.random.key(1), gmm, 20000))
+    assert s.shape == (20000, 2)
+    np.testing.assert_allclose(s.mean(0), gmm.means[0], atol=0.05)
+    np.testing.assert_allclose(np.cov(s.T), gmm.covariances[0], atol=0.06)
+
+
+def test_sampling_follows_component_probs():
+    gmm = GMM(
+        weights=jnp.array([0.5, 0.5, 0.0]),
+        means=jnp.array([[-10.0, 0.0], [10.0, 0.0], [0.0, 50.0]]),
+        covariances=jnp.broadcast_to(jnp.eye(2) * 0.01, (3, 2, 2)),
+    )
+    key = jax.random.key(2)
+    default = np.asarray(sample_gmm(key, gmm, 4000))
+    assert abs((default[:, 0] > 0).mean() - 0.5) < 0.05 and (np.abs(default[:, 1]) < 1).all()
+    forced = np.asarray(sample_gmm(key, gmm, 1000, component_probs=jnp.array([0.0, 0.0, 3.0])))
+    np.testing.assert_allclose(forced.mean(0), [0.0, 50.0], atol=0.05)
