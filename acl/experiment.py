@@ -89,6 +89,7 @@ def run_experiment(
         metrics = jax.device_get(metrics)
         run_dir.append_metrics(_rows(metrics, chunk, seeds))
         run_dir.append_tasks(chunk, seeds, np.asarray(metrics.tasks), names)
+        run_dir.write_teacher_snapshot(chunk, metrics.teacher_snapshot)
         try:
             _check_finite(metrics, first_iteration, seeds)
         except TrainingDiverged as err:

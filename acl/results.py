@@ -137,6 +137,15 @@ class RunDir:
                 for task in seed_tasks:
                     writer.writerow([chunk, seed, *(f"{x:.6g}" for x in task)])
 
+    def write_teacher_snapshot(self, chunk: int, snapshot: dict) -> None:
+        """teacher/eval_XXXX.npz: the teacher's internals, each array with a leading seed axis."""
+        folder = self.path / "teacher"
+        folder.mkdir(exist_ok=True)
+        np.savez_compressed(
+            folder / f"eval_{chunk:04d}.npz",
+            **{name: np.asarray(value) for name, value in snapshot.items()},
+        )
+
     def write_summary(self, summary: dict) -> None:
         missing = [k for k in SUMMARY_KEYS if k not in summary]
         if missing:

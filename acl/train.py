@@ -72,6 +72,8 @@ class ChunkMetrics:
     """Agent update metrics averaged over the chunk."""
     tasks: jax.Array
     """A subsample of the tasks handed out in the chunk, [task_log_size, D]."""
+    teacher_snapshot: dict
+    """The teacher's internals at the evaluation (mixture, regions, buffer...)."""
 
 
 @dataclass(frozen=True)
@@ -197,7 +199,7 @@ class Trainer:
             self.num_steps,
         )
         agent_state, agent_metrics = self.agent.update(seed.agent_state, batch, update_key)
-        teacher_state = self.teacher.update(teacher_state, tasks, feedback)
+        teacher_state = self.teacher.update(teacher_state, tasks, feedback, iteration)
         if self.reinit_iterations:
             due = (iteration + 1) % self.reinit_iterations == 0
             agent_state = jax.lax.cond(
@@ -236,6 +238,7 @@ class Trainer:
             loss=stats["agent"]["loss"],
             agent_metrics=jax.tree.map(jnp.mean, stats["agent"]),
             tasks=stats["tasks"].reshape(-1, stats["tasks"].shape[-1]),
+            teacher_snapshot=self.teacher.snapshot(seed.teacher_state),
         )
         return LoopCarry(iteration=iteration, seed=seed), metrics
 

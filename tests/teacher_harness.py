@@ -55,7 +55,9 @@ def assert_valid_tasks(tasks, n: int, space: Box = SPACE) -> None:
     assert (tasks <= np.asarray(space.high) + 1e-6).all(), "task above the upper bound"
 
 
-def check_teacher(make_teacher, rounds: int = 6, batch: int = 32, num_seeds: int = 3) -> None:
+def check_teacher(make_teacher, rounds: int = 12, batch: int = 32, num_seeds: int = 3) -> None:
+    """`rounds` updates with `batch` records each; pick teacher settings whose periodic
+    work (fits, splits) happens within them."""
     teacher = make_teacher(SPACE)
     assert isinstance(teacher, Teacher), "teacher lacks part of the protocol"
     params = teacher.default_params()
@@ -70,30 +72,34 @@ def check_teacher(make_teacher, rounds: int = 6, batch: int = 32, num_seeds: int
 
     state = init(jax.random.PRNGKey(1), params)
     key = jax.random.PRNGKey(2)
-    for _ in range(rounds):
+    for step in range(rounds):
         key, k_sample, k_feedback = jax.random.split(key, 3)
         state, tasks, info = sample(state, k_sample, batch)
         assert isinstance(info, SampleInfo) and info.train_on.shape == (batch,)
         assert_valid_tasks(tasks, batch)
-        state = update(state, tasks, random_feedback(k_feedback, tasks))
+        state = update(state, tasks, random_feedback(k_feedback, tasks), jnp.int32(step))
         _, after, _ = sample(state, k_sample, batch)
         assert_valid_tasks(after, batch)
 
     # All-invalid feedback with NaN payload must not leak into the state.
     before = jax.tree.leaves(state)
-    state = update(state, tasks, garbage_feedback(tasks))
+    state = update(state, tasks, garbage_feedback(tasks), jnp.int32(rounds))
     for leaf in jax.tree.leaves(state):
         if jnp.issubdtype(jnp.asarray(leaf).dtype, jnp.floating):
             assert np.isfinite(np.asarray(leaf)).all(), "masked garbage reached the state"
     assert len(before) == len(jax.tree.leaves(state))
     _, tasks, _ = sample(state, jax.random.PRNGKey(9), batch)
     assert_valid_tasks(tasks, batch)
+    snapshot = jax.jit(teacher.snapshot)(state)
+    assert isinstance(snapshot, dict)
+    for name, value in snapshot.items():
+        assert np.isfinite(np.asarray(value, dtype=np.float64)).all(), f"snapshot {name}"
 
     # vmap over seeds: one compiled program serves every seed.
     keys = jax.random.split(jax.random.PRNGKey(3), num_seeds)
     states = jax.jit(jax.vmap(teacher.init, in_axes=(0, None)))(keys, params)
     vsample = jax.jit(jax.vmap(teacher.sample, in_axes=(0, 0, None)), static_argnums=2)
-    vupdate = jax.jit(jax.vmap(teacher.update))
+    vupdate = jax.jit(jax.vmap(teacher.update, in_axes=(0, 0, 0, None)))
     for i in range(rounds):
         sample_keys = jax.random.split(jax.random.PRNGKey(10 + i), num_seeds)
         states, tasks, _ = vsample(states, sample_keys, batch)
@@ -101,4 +107,4 @@ def check_teacher(make_teacher, rounds: int = 6, batch: int = 32, num_seeds: int
         for seed_tasks in tasks:
             assert_valid_tasks(seed_tasks, batch)
         feedback = jax.vmap(random_feedback)(sample_keys, tasks)
-        states = vupdate(states, tasks, feedback)
+        states = vupdate(states, tasks, feedback, jnp.int32(i))

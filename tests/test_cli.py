@@ -7,6 +7,7 @@ from contextlib import contextmanager
 
 import jax
 import matplotlib.image
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -51,6 +52,8 @@ def test_run_directory_has_everything_a_researcher_needs(finished_run):
     assert set(metrics.env_steps) == {256, 512}
     tasks = pd.read_csv(finished_run / "tasks.csv")
     assert {"chunk", "seed", "pole_half_length"} <= set(tasks.columns) and len(tasks) > 0
+    snapshot = np.load(finished_run / "teacher" / "eval_0001.npz")
+    assert snapshot["episodes_seen"].shape == (2,) and (snapshot["episodes_seen"] > 0).all()
     image = matplotlib.image.imread(finished_run / "learning_curve.png")
     assert image.ndim == 3 and image.shape[0] > 100
     provenance = json.loads((finished_run / "provenance.json").read_text())

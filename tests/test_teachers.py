@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -34,7 +35,7 @@ def test_fixed_always_hands_out_the_default_task():
     state, tasks, _ = teacher.sample(state, jax.random.PRNGKey(1), 7)
     np.testing.assert_array_equal(np.asarray(tasks), np.tile([0.5, 1.0, 12.0], (7, 1)))
     feedback = random_feedback(jax.random.PRNGKey(2), tasks)
-    state = teacher.update(state, tasks, feedback)
+    state = teacher.update(state, tasks, feedback, jnp.int32(0))
     assert int(state.episodes_seen) == int(feedback.mask.sum())
 
 

@@ -5,7 +5,12 @@ A teacher object holds only shape-setting fields; everything numeric lives in th
 
     init(key, params) -> state
     sample(state, key, n) -> (state, tasks [n, D], info)
-    update(state, tasks, feedback) -> state
+    update(state, tasks, feedback, step) -> state
+    snapshot(state) -> dict of arrays        (what a run directory records at each evaluation)
+
+`step` is the number of `update` calls before this one. It is the same for every seed
+and never vmapped, so periodic work keyed on it (a GMM fit every `fit_every` updates)
+stays a real `lax.cond` under a vmap over seeds instead of a select that runs every time.
 """
 
 from __future__ import annotations
@@ -65,7 +70,9 @@ class Teacher(Protocol):
 
     def sample(self, state: Any, key: jax.Array, n: int) -> tuple[Any, jax.Array, SampleInfo]: ...
 
-    def update(self, state: Any, tasks: jax.Array, feedback: Feedback) -> Any: ...
+    def update(self, state: Any, tasks: jax.Array, feedback: Feedback, step: jax.Array) -> Any: ...
+
+    def snapshot(self, state: Any) -> dict: ...
 
 
 TEACHERS: Registry[Teacher] = Registry("teacher")

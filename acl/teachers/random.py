@@ -26,9 +26,7 @@ class CountingState:
 
 
 @dataclass(frozen=True)
-class RandomTeacher:
-    """Tasks uniform in the task space: domain randomisation."""
-
+class _StatelessTeacher:
     task_space: Box
 
     def default_params(self) -> NoParams:
@@ -37,34 +35,32 @@ class RandomTeacher:
     def init(self, key: jax.Array, params: NoParams) -> CountingState:
         del key
         return CountingState(params=params, episodes_seen=jnp.zeros((), jnp.int32))
+
+    def update(
+        self, state: CountingState, tasks: jax.Array, feedback: Feedback, step: jax.Array
+    ) -> CountingState:
+        return state.replace(episodes_seen=state.episodes_seen + feedback.count.astype(jnp.int32))
+
+    def snapshot(self, state: CountingState) -> dict:
+        return {"episodes_seen": state.episodes_seen}
+
+
+@dataclass(frozen=True)
+class RandomTeacher(_StatelessTeacher):
+    """Tasks uniform in the task space: domain randomisation."""
 
     def sample(self, state: CountingState, key: jax.Array, n: int):
         return state, self.task_space.sample_uniform(key, n), default_info(n)
 
-    def update(self, state: CountingState, tasks: jax.Array, feedback: Feedback) -> CountingState:
-        return state.replace(episodes_seen=state.episodes_seen + feedback.count.astype(jnp.int32))
-
 
 @dataclass(frozen=True)
-class FixedTeacher:
+class FixedTeacher(_StatelessTeacher):
     """Always the env's default task: the no-curriculum baseline."""
-
-    task_space: Box
-
-    def default_params(self) -> NoParams:
-        return NoParams()
-
-    def init(self, key: jax.Array, params: NoParams) -> CountingState:
-        del key
-        return CountingState(params=params, episodes_seen=jnp.zeros((), jnp.int32))
 
     def sample(self, state: CountingState, key: jax.Array, n: int):
         del key
         tasks = jnp.broadcast_to(self.task_space.default_task, (n, self.task_space.dim))
         return state, tasks, default_info(n)
-
-    def update(self, state: CountingState, tasks: jax.Array, feedback: Feedback) -> CountingState:
-        return state.replace(episodes_seen=state.episodes_seen + feedback.count.astype(jnp.int32))
 
 
 TEACHERS.register("random")(RandomTeacher)
