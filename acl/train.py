@@ -19,6 +19,7 @@ stays a real branch instead of becoming a select that runs both sides.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,7 +101,11 @@ def build_components(config: ExperimentConfig) -> Components:
 
     teacher_factory = TEACHERS.get(config.teacher.name, "teacher.name")
     check_kwargs(teacher_factory, config.teacher.kwargs, "teacher", skip=("task_space",))
-    teacher = teacher_factory(task_space=env.task_space, **config.teacher.kwargs)
+    teacher_kwargs = dict(config.teacher.kwargs)
+    if "return_bounds" in _accepted_keys(teacher_factory):
+        # Teachers that rescale returns to [0, 1] read the env's declared bounds.
+        teacher_kwargs.setdefault("return_bounds", tuple(env.return_bounds))
+    teacher = teacher_factory(task_space=env.task_space, **teacher_kwargs)
 
     agent_factory = AGENTS.get(config.agent.name, "agent.name")
     check_kwargs(agent_factory, config.agent.kwargs, "agent")
@@ -126,6 +131,13 @@ def build_components(config: ExperimentConfig) -> Components:
             f"({env.max_episode_steps}) in batch mode, so every rollout holds an episode"
         )
     return Components(env, teacher, agent)
+
+
+def _accepted_keys(factory) -> set[str]:
+    keys = getattr(factory, "config_keys", None)
+    if keys is None:
+        keys = inspect.signature(factory).parameters
+    return set(keys)
 
 
 class Trainer:

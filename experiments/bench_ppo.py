@@ -21,6 +21,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
+from acl.benchmark.timing import time_call, training_throughput
 from acl.config import parse_config
 from acl.results import format_table, provenance
 from acl.train import Trainer
@@ -34,35 +35,10 @@ CONFIG = {
 }
 
 
-def time_call(fn, *args, repeats: int = 3) -> float:
-    """Best wall time of `repeats` calls, blocking on the result."""
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def bench_ppo(num_seeds: int, iterations: int) -> dict:
-    trainer = Trainer(parse_config({**CONFIG, "num_seeds": num_seeds}))
-
-    def train_iterations(seed_carry):
-        return jax.lax.scan(trainer._iteration, seed_carry, jnp.arange(iterations))[0]
-
-    keys = trainer.seed_keys()
-    carry = jax.jit(jax.vmap(trainer.init, out_axes=trainer.carry_axes))(keys)
-    start = time.perf_counter()
-    run = jax.jit(jax.vmap(train_iterations)).lower(carry.seed).compile()
-    compile_seconds = time.perf_counter() - start
-    seconds = time_call(run, carry.seed)
-    steps = num_seeds * iterations * trainer.steps_per_iteration
-    return {
-        "compile_seconds": compile_seconds,
-        "seconds": seconds,
-        "env_steps": steps,
-        "steps_per_second": steps / seconds,
-    }
+    return training_throughput(
+        Trainer(parse_config({**CONFIG, "num_seeds": num_seeds})), iterations
+    )
 
 
 def bench_raw(num_seeds: int, iterations: int) -> dict:
