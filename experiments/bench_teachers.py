@@ -1,7 +1,7 @@
 """Teacher overhead: training throughput with each teacher on the same config, as a ratio
 to Random's, measured in the same run.
 
-    python -m experiments.bench_teachers [--config experiments/configs/cartpole_alp_gmm.yaml]
+    python -m experiments.bench_teachers [--config experiments/configs/cartpole_unfeasible_alp_gmm.yaml]
         [--teachers random alp_gmm covar_gmm riac] [--iterations 40] [--out FILE.json]
 
 overhead = 1 - (steps/s with the teacher) / (steps/s with Random). Teacher keys of the
@@ -32,7 +32,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m experiments.bench_teachers", description=__doc__
     )
-    parser.add_argument("--config", default="experiments/configs/cartpole_alp_gmm.yaml")
+    parser.add_argument("--config", default="experiments/configs/cartpole_unfeasible_alp_gmm.yaml")
     parser.add_argument("--teachers", nargs="+", default=["random", "alp_gmm"])
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--iterations", type=int, default=40)
