@@ -1,0 +1,169 @@
+"""RIAC: ALP formula, split rule, full region list, harness, toy bandit."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from acl.errors import ConfigError
+from acl.spaces import Box
+from acl.teachers import TEACHERS
+from acl.teachers.base import Feedback
+from acl.teachers.random import RandomTeacher
+from acl.teachers.riac import make_riac
+from tests.teacher_harness import check_teacher
+
+UNIT2 = Box(low=(0.0, 0.0), high=(1.0, 1.0))
+
+
+def reference_alp(returns, window):
+    """teachDeepRL RIAC.compute_alp on a list of returns, oldest first."""
+    if len(returns) <= 2:
+        return 0.0
+    cpw = min(len(returns), window)
+    half = int(cpw / 2)
+    arr = np.asarray(returns, np.float64)
+    return abs(arr[-cpw:-half].mean() - arr[-half:].mean())
+
+
+def feedback(tasks, returns, mask=None):
+    tasks = jnp.asarray(tasks, jnp.float32)
+    n = tasks.shape[0]
+    return Feedback(
+        task=tasks,
+        episode_return=jnp.asarray(returns, jnp.float32),
+        success=jnp.zeros((n,), bool),
+        length=jnp.ones((n,), jnp.int32),
+        mask=jnp.ones((n,), bool) if mask is None else jnp.asarray(mask),
+    )
+
+
+def feed_one_by_one(teacher, state, tasks, returns):
+    """One record per update, as the toy bandit does (one compiled scan)."""
+
+    def body(state, xs):
+        step, task, ret = xs
+        return teacher.update(state, task[None], feedback(task[None], ret[None]), step), None
+
+    xs = (jnp.arange(len(returns), dtype=jnp.int32), jnp.asarray(tasks), jnp.asarray(returns))
+    return jax.jit(lambda s, xs: jax.lax.scan(body, s, xs)[0])(state, xs)
+
+
+def test_alp_formula_matches_reference_on_sliding_windows():
+    teacher = make_riac(task_space=UNIT2, max_region_size=20, max_regions=1, alp_window=12)
+    state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
+    rng = np.random.default_rng(0)
+    returns = rng.normal(size=40).cumsum()
+    tasks = rng.uniform(size=(40, 2))
+    update = jax.jit(teacher.update)
+    for i in range(40):
+        state = update(state, tasks[i : i + 1], feedback(tasks[i : i + 1], returns[i : i + 1]), 0)
+        window = list(returns[: i + 1][-21:])  # deque(maxlen=max_region_size + 1)
+        np.testing.assert_allclose(float(state.alp[0]), reference_alp(window, 12), atol=1e-5)
+    # A hand-made window: oldest [0, 0, 0, 0] then newest [1, 1, 1] (h = 3): ALP 1.
+    state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
+    state = update(state, tasks[:7], feedback(tasks[:7], [0, 0, 0, 0, 1, 1, 1]), 0)
+    assert float(state.alp[0]) == pytest.approx(1.0)
+    state = update(state, tasks[:1], feedback(tasks[:1], [1]), 0)  # 0000|1111 -> 1
+    assert float(state.alp[0]) == pytest.approx(1.0)
+    state = update(state, tasks[:1], feedback(tasks[:1], [1]), 0)  # 0000|1 11111 -> 0.8
+    assert float(state.alp[0]) == pytest.approx(0.8)
+
+
+def test_split_separates_learning_half_from_flat_half():
+    teacher = make_riac(task_space=UNIT2, max_region_size=60, max_regions=7)
+    rng = np.random.default_rng(1)
+    tasks = rng.uniform(size=(61, 2)).astype(np.float32)
+    rising = tasks[:, 0] < 0.5
+    returns = np.where(rising, np.arange(61) / 60.0, 0.5).astype(np.float32)
+    state = teacher.init(jax.random.PRNGKey(2), teacher.default_params())
+    state = feed_one_by_one(teacher, state, tasks, returns)
+    assert int(state.num_splits) == 1 and int(state.active.sum()) == 3
+    children = np.nonzero(np.asarray(state.leaf))[0]
+    low, high = np.asarray(state.low)[children], np.asarray(state.high)[children]
+    # The cut is on dimension 0 near 0.5: one child holds the rising returns, one the flat.
+    assert np.allclose(low[:, 1], 0) and np.allclose(high[:, 1], 1)
+    threshold = float(np.max(low[:, 0]))
+    assert abs(threshold - 0.5) < 0.1, threshold
+    alp = np.asarray(state.alp)[children]
+    left = children[np.argmin(low[:, 0])]
+    assert float(state.alp[left]) > 0.2 and alp.min() < 0.05
+    counts = np.asarray(state.count)[children]
+    assert counts.sum() == 61 and counts.min() >= 3
+
+
+def test_flat_alp_still_splits_and_unsplittable_leaf_discards():
+    # Reference rule: a full leaf splits if any candidate is wide enough, whatever the score.
+    teacher = make_riac(task_space=UNIT2, max_region_size=60, max_regions=7)
+    rng = np.random.default_rng(3)
+    tasks = rng.uniform(size=(61, 2)).astype(np.float32)
+    flat = np.full((61,), 0.3, np.float32)
+    state = teacher.init(jax.random.PRNGKey(4), teacher.default_params())
+    state = feed_one_by_one(teacher, state, tasks, flat)
+    assert int(state.num_splits) == 1 and int(state.num_discards) == 0
+    # No child may be 60% of the range wide on both sides: no split, oldest 15 dropped.
+    teacher = make_riac(task_space=UNIT2, max_region_size=60, min_dims_range_ratio=0.6)
+    state = teacher.init(jax.random.PRNGKey(4), teacher.default_params())
+    state = feed_one_by_one(teacher, state, tasks, flat)
+    assert int(state.num_splits) == 0 and int(state.num_discards) == 1
+    assert int(state.count[0]) == 61 - 15
+
+
+def test_full_region_list_stops_splitting_and_windows_slide():
+    teacher = make_riac(task_space=UNIT2, max_region_size=20, max_regions=3)
+    rng = np.random.default_rng(5)
+    tasks = rng.uniform(size=(400, 2)).astype(np.float32)
+    returns = (tasks[:, 0] * np.arange(400) / 400).astype(np.float32)
+    state = teacher.init(jax.random.PRNGKey(6), teacher.default_params())
+    state = feed_one_by_one(teacher, state, tasks, returns)
+    assert int(state.num_splits) == 1 and int(state.num_discards) == 0
+    assert bool(state.active.all()) and int(state.leaf.sum()) == 2
+    for node in range(3):
+        low, high = np.asarray(state.low[node]), np.asarray(state.high[node])
+        inside = np.all((tasks >= low) & (tasks <= high), axis=1)
+        expected = returns[inside][-21:]  # the newest W = 21 points, oldest first
+        assert int(state.count[node]) == 21
+        ptr = int(state.ptr[node])
+        ring = np.asarray(state.window_return[node])
+        np.testing.assert_array_equal(np.roll(ring, -ptr), expected)
+        np.testing.assert_allclose(
+            float(state.alp[node]), reference_alp(list(expected), 20), atol=1e-5
+        )
+
+
+def test_masked_and_nan_records_are_ignored():
+    teacher = make_riac(task_space=UNIT2, max_region_size=20, max_regions=3)
+    state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
+    tasks = jnp.array([[0.2, 0.2], [jnp.nan, 0.1], [0.3, 0.3]])
+    fb = feedback(tasks, [1.0, 2.0, jnp.nan], mask=[False, True, True])
+    state = jax.jit(teacher.update)(state, tasks, fb, 0)
+    assert int(state.count[0]) == 0 and np.isfinite(np.asarray(state.window_task)).all()
+
+
+def test_harness_with_splits():
+    check_teacher(lambda space: make_riac(task_space=space, max_region_size=16, max_regions=31))
+
+
+def test_factory_config():
+    assert TEACHERS.get("riac") is make_riac
+    assert {"max_region_size", "num_split_attempts", "mutation_std"} <= make_riac.config_keys
+    with pytest.raises(ConfigError, match="max_region_siz"):
+        make_riac(task_space=UNIT2, max_region_siz=10)
+    with pytest.raises(ConfigError, match="random_ratio"):
+        make_riac(task_space=UNIT2, random_ratio=1.5)
+
+
+def test_toy_bandit_riac_beats_random():
+    from acl.benchmark.toy_bandit import run_toy_bandit
+    from envs.toy_bandit import ToyBandit
+
+    bandit = ToyBandit(num_dims=2)
+    riac = make_riac(task_space=bandit.task_space, split_every=10)
+    ours = run_toy_bandit(riac, bandit, 20_000, 1_000, num_seeds=16).scores[:, -1]
+    random = run_toy_bandit(RandomTeacher(bandit.task_space), bandit, 20_000, 1_000, 16)
+    random = random.scores[:, -1]
+    # Reference: RIAC 52.0, Random 4.0 (REFERENCES.md).
+    assert ours.mean() >= 40.0, ours
+    assert ours.min() > random.max() + 20, (ours, random)
