@@ -1,0 +1,132 @@
+"""Fixed-capacity ring buffers and empirical absolute learning progress (ALP), in pure JAX.
+
+ALP follows teachDeepRL's `EmpiricalALPComputer` (Portelas et al. 2019): the ALP of a new
+(task, return) pair is |return - return of the nearest earlier task| (1-NN, L2), and 0 while
+at most `MIN_POINTS` earlier points are stored (the reference tests `len(history) > 5`).
+The reference keeps every point (a buffered kd-tree); here the history is a ring of static
+capacity, so the neighbour is searched among the last `capacity` points only.
+
+A feedback batch is handled in one vectorised step: each valid record's neighbour is sought
+among the history *and* the earlier valid records of the same batch, which is exactly what a
+record-by-record loop would do (as long as the batch fits in the ring).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+MIN_POINTS = 6
+"""ALP is 0 unless at least this many earlier points exist (reference: `len(knn) > 5`)."""
+
+
+@struct.dataclass
+class Ring:
+    """The last `capacity` valid rows pushed, oldest overwritten first."""
+
+    data: jax.Array
+    """[C, F] rows; slots with valid False hold zeros."""
+    valid: jax.Array
+    """[C] bool, True where a slot holds a pushed row."""
+    head: jax.Array
+    """int32 [], the slot the next row goes to."""
+
+    @property
+    def capacity(self) -> int:
+        return self.data.shape[0]
+
+    @property
+    def count(self) -> jax.Array:
+        return jnp.sum(self.valid).astype(jnp.int32)
+
+
+def ring_init(capacity: int, num_features: int, dtype=jnp.float32) -> Ring:
+    return Ring(
+        data=jnp.zeros((capacity, num_features), dtype),
+        valid=jnp.zeros((capacity,), bool),
+        head=jnp.zeros((), jnp.int32),
+    )
+
+
+def ring_push(ring: Ring, rows: jax.Array, mask: jax.Array) -> Ring:
+    """Appends the valid rows in order (positions by cumsum; no loop).
+
+    If more than C rows are valid, only the last C are kept. Masked rows (may hold NaN)
+    never reach the buffer; an all-masked batch returns the ring unchanged.
+
+    Args:
+      ring: data [C, F].
+      rows: [K, F].
+      mask: [K] bool.
+    Returns:
+      the updated ring.
+    """
+    capacity = ring.capacity
+    mask = mask.astype(bool)
+    rank = jnp.cumsum(mask) - 1  # [K] position among the valid rows
+    num_valid = jnp.sum(mask)
+    keep = mask & (rank >= num_valid - capacity)
+    slots = jnp.where(keep, (ring.head + rank) % capacity, capacity)  # capacity: dropped
+    rows = jnp.where(keep[:, None], rows, 0.0).astype(ring.data.dtype)
+    data = ring.data.at[slots].set(rows, mode="drop")
+    valid = ring.valid.at[slots].set(True, mode="drop")
+    head = ((ring.head + num_valid) % capacity).astype(jnp.int32)
+    return Ring(data=data, valid=valid, head=head)
+
+
+def nearest_earlier(
+    history_points: jax.Array, history_valid: jax.Array, points: jax.Array, mask: jax.Array
+):
+    """For each valid new point, its nearest earlier point among the history and the earlier
+    valid points of the same batch.
+
+    Args:
+      history_points: [C, D]; history_valid: [C] bool.
+      points: [K, D]; mask: [K] bool (masked rows may hold NaN).
+    Returns:
+      from_history [K] bool (the neighbour is in the history, else in the batch),
+      index [K] int32 (into the history or the batch), num_earlier [K] int32 (how many
+      earlier points there were to search).
+    """
+    mask = mask.astype(bool)
+    points = jnp.where(mask[:, None], points, 0.0)
+    d_hist = jnp.sum((points[:, None, :] - history_points[None, :, :]) ** 2, axis=-1)  # [K, C]
+    d_hist = jnp.where(history_valid[None, :], d_hist, jnp.inf)
+    k = points.shape[0]
+    d_batch = jnp.sum((points[:, None, :] - points[None, :, :]) ** 2, axis=-1)  # [K, K]
+    earlier = (jnp.arange(k)[None, :] < jnp.arange(k)[:, None]) & mask[None, :]
+    d_batch = jnp.where(earlier, d_batch, jnp.inf)
+    i_hist = jnp.argmin(d_hist, axis=-1)
+    i_batch = jnp.argmin(d_batch, axis=-1)
+    best_hist = jnp.take_along_axis(d_hist, i_hist[:, None], axis=-1)[:, 0]
+    best_batch = jnp.take_along_axis(d_batch, i_batch[:, None], axis=-1)[:, 0]
+    # Ties go to the history (the older point), as a sequential search would see it first.
+    from_history = best_hist <= best_batch
+    index = jnp.where(from_history, i_hist, i_batch).astype(jnp.int32)
+    num_earlier = jnp.sum(history_valid) + jnp.sum(earlier, axis=-1)
+    return from_history, index, num_earlier.astype(jnp.int32)
+
+
+def empirical_alp(history: Ring, points: jax.Array, returns: jax.Array, mask: jax.Array):
+    """ALP of each new (point, return) and the history with the valid ones appended.
+
+    Args:
+      history: ring of rows (point [D], return) -> data [C, D + 1].
+      points: [K, D] (already in the space distances are measured in).
+      returns: [K].
+      mask: [K] bool.
+    Returns:
+      alp [K] (0 on masked records and while fewer than MIN_POINTS earlier points exist),
+      the updated history.
+    """
+    mask = mask.astype(bool)
+    returns = jnp.where(mask, returns, 0.0)
+    from_history, index, num_earlier = nearest_earlier(
+        history.data[:, :-1], history.valid, points, mask
+    )
+    neighbour_return = jnp.where(from_history, history.data[index, -1], returns[index])
+    alp = jnp.abs(returns - neighbour_return)
+    alp = jnp.where(mask & (num_earlier >= MIN_POINTS), alp, 0.0)
+    rows = jnp.concatenate([points, returns[:, None]], axis=-1)
+    return alp, ring_push(history, rows, mask)

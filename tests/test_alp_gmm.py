@@ -1,0 +1,295 @@
+"""ALP-GMM: EM against sklearn, the ALP computation, conformance, the fit branch under vmap,
+sampling where ALP is high, and the toy bandit against Random."""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import jax.extend
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from sklearn.mixture import GaussianMixture
+
+from acl.benchmark.toy_bandit import run_toy_bandit
+from acl.errors import ConfigError
+from acl.spaces import Box
+from acl.teachers import TEACHERS
+from acl.teachers.alp import MIN_POINTS, empirical_alp, ring_init, ring_push
+from acl.teachers.alp_gmm import ALPGMMTeacher, make_alp_gmm
+from acl.teachers.base import Feedback
+from acl.teachers.gmm import GMM, em_from_init, gmm_log_prob
+from acl.teachers.random import RandomTeacher
+from envs.toy_bandit import ToyBandit
+from tests.teacher_harness import check_teacher
+
+ALP = jax.jit(empirical_alp)
+SMALL = dict(fit_rate=64, fit_every=3, k_max=3, em_iterations=10)
+"""Settings whose fits happen within the harness' 12 rounds of 32 records."""
+
+
+def feedback(tasks, returns, mask=None) -> Feedback:
+    tasks = jnp.asarray(tasks, jnp.float32)
+    n = tasks.shape[0]
+    return Feedback(
+        task=tasks,
+        episode_return=jnp.asarray(returns, jnp.float32),
+        success=jnp.zeros((n,), bool),
+        length=jnp.ones((n,), jnp.int32),
+        mask=jnp.ones((n,), bool) if mask is None else jnp.asarray(mask, bool),
+    )
+
+
+def contains_cond(jaxpr) -> bool:
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "cond":
+            return True
+        for sub in jax.extend.core.jaxprs_in_params(eqn.params):
+            if contains_cond(sub):
+                return True
+    return False
+
+
+# -- EM against sklearn from the same initialisation ------------------------------------
+
+
+def test_em_from_init_matches_sklearn():
+    rng = np.random.default_rng(0)
+    centres = np.array([[0.2, 0.2, 0.0], [0.8, 0.3, 0.5], [0.4, 0.8, 0.1]])
+    x = np.concatenate([rng.normal(c, 0.08, (80, 3)) for c in centres]).astype(np.float32)
+    w0 = np.array([0.5, 0.3, 0.2])
+    m0 = centres + rng.normal(0, 0.15, centres.shape)
+    c0 = np.stack([np.eye(3) * 0.05] * 3)
+    iters, reg = ALPGMMTeacher(Box((0.0,), (1.0,))).em_iterations, 1e-3
+    # NaN garbage in masked rows must not matter.
+    xg = np.concatenate([x, np.full((10, 3), np.nan, np.float32)])
+    mask = np.r_[np.ones(len(x), bool), np.zeros(10, bool)]
+    w, m, c, ll = em_from_init(
+        jnp.asarray(xg),
+        jnp.asarray(mask),
+        *(jnp.asarray(a, jnp.float32) for a in (w0, m0, c0)),
+        iters,
+        reg,
+    )
+    ref = GaussianMixture(
+        3,
+        covariance_type="full",
+        weights_init=w0,
+        means_init=m0,
+        precisions_init=np.linalg.inv(c0),
+        max_iter=iters,
+        tol=0,
+        reg_covar=reg,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref.fit(x.astype(np.float64))
+    ours = np.asarray(gmm_log_prob(GMM(w, m, c), jnp.asarray(x)))
+    np.testing.assert_allclose(ours, ref.score_samples(x), atol=1e-3)
+    np.testing.assert_allclose(m, ref.means_, atol=1e-2)
+    np.testing.assert_allclose(w, ref.weights_, atol=1e-2)
+    assert float(ll) / len(x) == pytest.approx(ref.score(x), abs=1e-3)
+
+
+# -- ALP -------------------------------------------------------------------------------
+
+
+def sequential_alp(points, returns):
+    """The reference's loop: 1-NN return difference, 0 while <= 5 earlier points."""
+    out = []
+    for i in range(len(points)):
+        if i < MIN_POINTS:
+            out.append(0.0)
+            continue
+        d = np.sum((points[:i] - points[i]) ** 2, -1)
+        out.append(abs(returns[i] - returns[int(np.argmin(d))]))
+    return np.array(out)
+
+
+def test_alp_hand_made_history():
+    hist = ring_init(16, 3)
+    pts = jnp.array([[0.0, 0.0], [1.0, 1.0], [0.0, 1.0], [1.0, 0.0], [0.5, 0.5]])
+    rets = jnp.array([0.1, 0.9, 0.3, 0.4, 0.6])
+    alp, hist = ALP(hist, pts, rets, jnp.ones(5, bool))
+    np.testing.assert_array_equal(alp, 0.0)  # fewer than MIN_POINTS earlier points
+    # Sixth point: 5 earlier, still 0 (reference: len > 5). Seventh: near (1, 1) -> |0.2 - 0.9|.
+    new = jnp.array([[0.9, 0.1], [0.95, 0.95]])
+    alp, hist = ALP(hist, new, jnp.array([1.0, 0.2]), jnp.ones(2, bool))
+    np.testing.assert_allclose(alp, [0.0, 0.7], atol=1e-6)
+    # Next batch: the first record's neighbour is in the batch itself (an earlier record).
+    new = jnp.array([[0.3, 0.3], [0.31, 0.3], [0.0, 0.05]])
+    alp, hist = ALP(hist, new, jnp.array([0.5, 0.0, 0.35]), jnp.ones(3, bool))
+    # (0.3, 0.3) -> nearest (0.5, 0.5): |0.5 - 0.6|; (0.31, 0.3) -> in-batch (0.3, 0.3): 0.5;
+    # (0, 0.05) -> (0, 0): |0.35 - 0.1|.
+    np.testing.assert_allclose(alp, [0.1, 0.5, 0.25], atol=1e-6)
+    assert int(hist.count) == 10
+
+
+def test_alp_batched_equals_sequential_and_ignores_masked():
+    rng = np.random.default_rng(1)
+    pts = rng.uniform(size=(60, 2)).astype(np.float32)
+    rets = rng.uniform(size=60).astype(np.float32)
+    expected = sequential_alp(pts, rets)
+    hist = ring_init(128, 3)
+    got = []
+    for lo in range(0, 60, 12):  # batches of 12 valid records interleaved with NaN garbage
+        p = np.concatenate([pts[lo : lo + 12], np.full((5, 2), np.nan, np.float32)])
+        r = np.concatenate([rets[lo : lo + 12], np.full(5, np.nan, np.float32)])
+        # Valid records keep their order; the garbage lands at random places among them.
+        mask = np.zeros(17, bool)
+        mask[np.sort(rng.choice(17, 12, replace=False))] = True
+        order = np.empty(17, int)
+        order[mask], order[~mask] = np.arange(12), np.arange(12, 17)
+        alp, hist = ALP(hist, jnp.asarray(p[order]), jnp.asarray(r[order]), mask)
+        alp = np.asarray(alp)
+        assert (alp[~mask] == 0).all()
+        got.append(alp[mask])
+    np.testing.assert_allclose(np.concatenate(got), expected, atol=1e-6)
+
+
+def test_ring_push_order_and_overflow():
+    ring = ring_init(4, 1)
+    ring = ring_push(ring, jnp.arange(3.0)[:, None], jnp.array([True, False, True]))
+    np.testing.assert_array_equal(ring.data[:, 0], [0, 2, 0, 0])
+    assert int(ring.head) == 2 and int(ring.count) == 2
+    ring = ring_push(ring, jnp.arange(10.0, 16.0)[:, None], jnp.ones(6, bool))  # 6 > capacity
+    assert sorted(np.asarray(ring.data[:, 0]).tolist()) == [12, 13, 14, 15]
+    assert int(ring.head) == 0
+    same = ring_push(ring, jnp.full((3, 1), jnp.nan), jnp.zeros(3, bool))
+    for a, b in zip(jax.tree.leaves(ring), jax.tree.leaves(same)):
+        np.testing.assert_array_equal(a, b)
+
+
+# -- the teacher -------------------------------------------------------------------------
+
+
+def test_conforms_to_harness():
+    check_teacher(lambda space: make_alp_gmm(space, **SMALL))
+
+
+def test_factory_presets_and_errors():
+    space = Box((0.0, 0.0), (1.0, 1.0))
+    t = TEACHERS.get("alp_gmm")(task_space=space, preset="teachdeeprl")
+    assert (t.fit_rate, t.k_min, t.k_max, t.random_task_ratio, t.criterion, t.num_inits) == (
+        250,
+        2,
+        10,
+        0.2,
+        "aic",
+        1,
+    )
+    assert t.fit_every == 250
+    t = make_alp_gmm(space)
+    assert (t.fit_rate, t.k_max, t.random_task_ratio) == (150, 9, 0.05)
+    assert {"preset", "return_bounds", "fit_every", "reg_covar", "initial_mean"} <= (
+        make_alp_gmm.config_keys
+    )
+    with pytest.raises(ConfigError, match="teacher.preset"):
+        make_alp_gmm(space, preset="teachmyagnet")
+    with pytest.raises(ConfigError, match="teacher.k_min"):
+        make_alp_gmm(space, k_min=5, k_max=3)
+    with pytest.raises(ConfigError, match="teacher.criterion"):
+        make_alp_gmm(space, criterion="aik")
+    with pytest.raises(ConfigError, match="teacher.bogus"):
+        make_alp_gmm(space, bogus=1)
+
+
+@pytest.fixture(scope="module")
+def teacher():
+    return make_alp_gmm(Box((0.0, 0.0), (1.0, 1.0)), **SMALL)
+
+
+@pytest.fixture(scope="module")
+def jitted(teacher):
+    return jax.jit(teacher.update), jax.jit(teacher.sample, static_argnums=2)
+
+
+def test_fit_is_a_real_cond_under_vmap(teacher):
+    params = teacher.default_params()
+    states = jax.vmap(teacher.init, in_axes=(0, None))(
+        jax.random.split(jax.random.PRNGKey(0), 3), params
+    )
+    tasks = jnp.zeros((3, 8, 2))
+    fb = jax.vmap(lambda t: feedback(t, jnp.zeros(8)))(tasks)
+    vupdate = jax.vmap(teacher.update, in_axes=(0, 0, 0, None))
+    assert contains_cond(jax.make_jaxpr(vupdate)(states, tasks, fb, jnp.int32(0)).jaxpr)
+
+
+def test_fits_on_schedule_and_masked_batch_changes_nothing(teacher, jitted):
+    update, _ = jitted
+    state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
+    rng = np.random.default_rng(0)
+    for step in range(teacher.fit_every - 1):
+        tasks = rng.uniform(size=(32, 2))
+        state = update(state, tasks, feedback(tasks, tasks[:, 0]), jnp.int32(step))
+    assert not bool(state.has_fit)
+    tasks = rng.uniform(size=(32, 2))
+    state = update(state, tasks, feedback(tasks, tasks[:, 0]), jnp.int32(teacher.fit_every - 1))
+    assert bool(state.has_fit) and int(state.episodes_seen) == 32 * teacher.fit_every
+    # All masked, NaN payload, on a fit step: the state is unchanged, leaf for leaf.
+    nan = np.full((32, 2), np.nan)
+    same = update(state, nan, feedback(nan, nan[:, 0], np.zeros(32, bool)), jnp.int32(5))
+    for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(same), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def half_space_history(rng, n):
+    """Pairs of nearby tasks: in x0 < 0.35 the pair's returns differ by 1 (ALP 1 for the
+    second), in x0 > 0.65 every return is 0.5 (ALP 0). The gap keeps neighbours in their half."""
+    first = rng.uniform(size=(n // 2, 2))
+    first[:, 0] = np.where(first[:, 0] < 0.5, 0.7 * first[:, 0], 0.3 + 0.7 * first[:, 0])
+    second = np.clip(first + rng.normal(0, 1e-3, first.shape), 0, 1)
+    left = first[:, 0] < 0.5
+    r1 = np.where(left, 0.0, 0.5)
+    r2 = np.where(left, 1.0, 0.5)
+    tasks = np.stack([first, second], 1).reshape(-1, 2)
+    returns = np.stack([r1, r2], 1).reshape(-1)
+    return tasks.astype(np.float32), returns.astype(np.float32)
+
+
+def test_samples_concentrate_where_alp_is_high():
+    n = 400
+    teacher = make_alp_gmm(Box((0.0, 0.0), (1.0, 1.0)), fit_rate=n, fit_every=1, k_max=6)
+    params = teacher.default_params().replace(random_task_ratio=jnp.float32(0.0))
+    state = teacher.init(jax.random.PRNGKey(0), params)
+    tasks, returns = half_space_history(np.random.default_rng(3), n)
+    state = jax.jit(teacher.update)(state, tasks, feedback(tasks, returns), jnp.int32(0))
+    assert bool(state.has_fit)
+    _, samples, _ = teacher.sample(state, jax.random.PRNGKey(1), 4000)
+    left = float((np.asarray(samples)[:, 0] < 0.5).mean())
+    assert left > 0.85, left
+    snap = teacher.snapshot(state)
+    assert set(snap) >= {"weights", "means", "covariances", "alp", "active"}
+    hot = np.asarray(snap["active"]) & (np.asarray(snap["alp"]) > 0.5)
+    assert hot.any() and (np.asarray(snap["means"])[hot, 0] < 0.5).all()
+
+
+def test_bootstrap_uses_the_expert_prior_and_scales_returns():
+    space = Box((0.0, -10.0), (10.0, 10.0))
+    teacher = make_alp_gmm(
+        space,
+        initial_mean=(2.0, 5.0),
+        initial_std=(0.1, 0.2),
+        return_bounds=(-100.0, 100.0),
+        k_max=3,
+        em_iterations=5,
+    )
+    state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
+    _, tasks, _ = teacher.sample(state, jax.random.PRNGKey(1), 2000)
+    np.testing.assert_allclose(np.asarray(tasks).mean(0), [2.0, 5.0], atol=0.02)
+    np.testing.assert_allclose(np.asarray(tasks).std(0), [0.1, 0.2], rtol=0.1)
+    fb = feedback(jnp.array([[1.0, 0.0], [9.0, 9.0]]), jnp.array([0.0, 500.0]))
+    state = teacher.update(state, fb.task, fb, jnp.int32(0))
+    np.testing.assert_allclose(state.history.data[:2, -1], [0.5, 1.0])  # scaled, clipped
+    np.testing.assert_allclose(state.history.data[:2, :2], [[0.1, 0.5], [0.9, 0.95]], atol=1e-6)
+
+
+def test_beats_random_on_the_toy_bandit():
+    bandit = ToyBandit(num_dims=2)
+    alp = make_alp_gmm(bandit.task_space, preset="teachdeeprl", return_bounds=bandit.return_bounds)
+    kw = dict(num_episodes=5000, score_every=1000, num_seeds=16)
+    ours = run_toy_bandit(alp, bandit, **kw).scores[:, -1]
+    rand = run_toy_bandit(RandomTeacher(bandit.task_space), bandit, **kw).scores[:, -1]
+    threshold = rand.mean() + 3 * rand.std(ddof=1) / np.sqrt(len(rand))
+    assert ours.mean() > threshold, (ours.mean(), threshold)
