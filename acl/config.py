@@ -46,6 +46,9 @@ class LoopConfig:
     """Re-initialise the agent every this many env steps (0: never); forgetting student."""
     task_log_size: int = 64
     """Tasks kept per evaluation period, for the curriculum record."""
+    max_feedback: int = 0
+    """Completed episodes passed to the teacher per update (0: one slot per step and
+    instance, i.e. all). Episodes beyond it are counted in `feedback_dropped`."""
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ def _rows(metrics: ChunkMetrics, chunk: int, seeds: list[int]) -> list[dict]:
             "train_return": float(metrics.train_return[i]),
             "train_success": float(metrics.train_success[i]),
             "episodes": int(metrics.episodes[i]),
+            "feedback_dropped": int(metrics.feedback_dropped[i]),
         }
         for key, value in sorted(metrics.agent_metrics.items()):
             row[f"agent_{key}"] = float(value[i])

@@ -33,6 +33,7 @@ from acl.errors import ConfigError
 from acl.evaluation import evaluate, make_test_set
 from acl.rollout import Slots, collect, start_slots
 from acl.teachers import TEACHERS
+from acl.teachers.base import compact_feedback
 from envs import ENVS
 
 
@@ -67,6 +68,8 @@ class ChunkMetrics:
     """Share of those episodes beating the success threshold."""
     episodes: jax.Array
     """Episodes completed in the chunk."""
+    feedback_dropped: jax.Array
+    """Completed episodes the teacher did not see (beyond `loop.max_feedback`)."""
     loss: jax.Array
     """Total agent loss of every iteration, [iterations_per_chunk]."""
     agent_metrics: dict
@@ -210,6 +213,14 @@ class Trainer:
             next_train_on,
             self.num_steps,
         )
+        episode_stats = {
+            "return_sum": (feedback.episode_return * feedback.mask).sum(),
+            "success_sum": (feedback.success & feedback.mask).sum(),
+            "episodes": feedback.mask.sum(),
+        }
+        dropped = jnp.zeros((), jnp.int32)
+        if self.config.loop.max_feedback:
+            feedback, dropped = compact_feedback(feedback, self.config.loop.max_feedback)
         agent_state, agent_metrics = self.agent.update(seed.agent_state, batch, update_key)
         teacher_state = self.teacher.update(teacher_state, tasks, feedback, iteration)
         if self.reinit_iterations:
@@ -218,9 +229,8 @@ class Trainer:
                 due, lambda: self.init_agent(reinit_key), lambda: agent_state
             )
         stats = {
-            "return_sum": (feedback.episode_return * feedback.mask).sum(),
-            "success_sum": (feedback.success & feedback.mask).sum(),
-            "episodes": feedback.mask.sum(),
+            **episode_stats,
+            "dropped": dropped,
             "agent": agent_metrics,
             "tasks": tasks[: self.tasks_per_iteration],
         }
@@ -247,6 +257,7 @@ class Trainer:
             train_return=stats["return_sum"].sum() / jnp.maximum(episodes, 1),
             train_success=stats["success_sum"].sum() / jnp.maximum(episodes, 1),
             episodes=episodes,
+            feedback_dropped=stats["dropped"].sum(),
             loss=stats["agent"]["loss"],
             agent_metrics=jax.tree.map(jnp.mean, stats["agent"]),
             tasks=stats["tasks"].reshape(-1, stats["tasks"].shape[-1]),

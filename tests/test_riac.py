@@ -167,3 +167,23 @@ def test_toy_bandit_riac_beats_random():
     # Reference: RIAC 52.0, Random 4.0 (REFERENCES.md).
     assert ours.mean() >= 40.0, ours
     assert ours.min() > random.max() + 20, (ours, random)
+
+
+def test_small_max_depth_is_exact_and_reference_child_alp_option():
+    # max_depth only sizes the first pass over changed nodes: more passes give the same
+    # windows and ALPs as the default. The reference's child-ALP rule changes only ALPs.
+    rng = np.random.default_rng(7)
+    tasks = rng.uniform(size=(300, 2)).astype(np.float32)
+    returns = (tasks[:, 0] * np.arange(300) / 300).astype(np.float32)
+    states = []
+    for config in ({}, {"max_depth": 1}, {"last_attempt_child_alp": True}):
+        teacher = make_riac(task_space=UNIT2, max_region_size=20, max_regions=15, **config)
+        state = teacher.init(jax.random.PRNGKey(8), teacher.default_params())
+        states.append(feed_one_by_one(teacher, state, tasks, returns))
+    base, shallow, reference = states
+    assert int(base.num_splits) >= 3  # a tree deeper than max_depth = 1
+    for name in ("low", "high", "active", "leaf", "window_return", "count", "ptr", "alp"):
+        np.testing.assert_array_equal(getattr(base, name), getattr(shallow, name), name)
+    for name in ("low", "high", "active", "leaf", "window_return", "count", "ptr"):
+        np.testing.assert_array_equal(getattr(base, name), getattr(reference, name), name)
+    assert np.isfinite(np.asarray(reference.alp)).all()

@@ -44,3 +44,23 @@ def test_unknown_teacher_suggests_the_closest_name():
 
     with pytest.raises(ConfigError, match="did you mean 'random'"):
         TEACHERS.get("randon")
+
+
+def test_compact_feedback_keeps_valid_records_in_order_and_counts_the_rest():
+    from acl.teachers.base import Feedback, compact_feedback
+
+    mask = jnp.array([False, True, False, True, True, False, True])
+    feedback = Feedback(
+        task=jnp.arange(7.0)[:, None],
+        episode_return=jnp.arange(7.0) * 10,
+        success=mask,
+        length=jnp.arange(7),
+        mask=mask,
+    )
+    compact, dropped = compact_feedback(feedback, 3)
+    np.testing.assert_array_equal(compact.task[:, 0], [1.0, 3.0, 4.0])
+    np.testing.assert_array_equal(compact.episode_return, [10.0, 30.0, 40.0])
+    assert compact.mask.all() and int(dropped) == 1
+    roomy, none_dropped = compact_feedback(feedback, 6)
+    np.testing.assert_array_equal(roomy.mask, [True, True, True, True, False, False])
+    assert int(none_dropped) == 0

@@ -141,3 +141,14 @@ def test_batch_mode_resets_every_instance_onto_its_new_level():
     logged = min(trainer.tasks_per_iteration, trainer.num_envs)
     last_tasks = metrics.tasks[0, -logged:]
     np.testing.assert_array_equal(carry.seed.slots.task[0][:logged], last_tasks)
+
+
+def test_capped_feedback_keeps_the_trajectory_and_counts_dropped_episodes(host_run):
+    _, full = host_run
+    capped = Trainer(tiny_config(loop={"max_feedback": 2}))
+    _, metrics = run_host_chunks(capped)
+    # Random ignores feedback, so the runs are the same; only the teacher's view shrinks.
+    np.testing.assert_array_equal(metrics.episodes, full.episodes)
+    np.testing.assert_array_equal(metrics.train_return, full.train_return)
+    assert (metrics.feedback_dropped > 0).all()
+    assert (full.feedback_dropped == 0).all()

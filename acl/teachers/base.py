@@ -48,6 +48,18 @@ class Feedback:
         return self.mask.sum()
 
 
+def compact_feedback(feedback: Feedback, size: int) -> tuple[Feedback, jax.Array]:
+    """The valid records first, in their original order, cut to `size` records.
+
+    Teachers whose update costs grow with the record count (nearest neighbours, windows)
+    then see `size` records instead of one per (step, instance) slot.
+    Returns (feedback with K = size, number of valid records that did not fit).
+    """
+    order = jnp.argsort(~feedback.mask, stable=True)[:size]
+    compact = jax.tree.map(lambda x: x[order], feedback)
+    return compact, jnp.maximum(feedback.count - size, 0).astype(jnp.int32)
+
+
 @struct.dataclass
 class SampleInfo:
     """Per-instance decisions the loop must honour. Shapes [n]."""
