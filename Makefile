@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-slow bench lint setup clean
+.PHONY: run test test-slow bench toy-bandit lint setup clean
 
 setup: $(STAMP)
 
@@ -16,9 +16,9 @@ $(STAMP): setup.cfg pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(PY) -m experiments.run --config experiments/configs/cartpole_random.yaml --out runs/cartpole_random
-	$(PY) -m experiments.run --config experiments/configs/cartpole_fixed.yaml --out runs/cartpole_fixed
-	$(PY) -m experiments.compare runs/cartpole_random runs/cartpole_fixed --out runs/cartpole_compare
+	$(PY) -m experiments.run --config experiments/configs/cartpole_unfeasible_random.yaml --out runs/cartpole_unfeasible_random
+	$(PY) -m experiments.run --config experiments/configs/cartpole_unfeasible_alp_gmm.yaml --out runs/cartpole_unfeasible_alp_gmm
+	$(PY) -m experiments.compare runs/cartpole_unfeasible_random runs/cartpole_unfeasible_alp_gmm --out runs/cartpole_unfeasible_compare
 
 test: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"
@@ -28,6 +28,10 @@ test-slow: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m experiments.bench_ppo --out runs/bench_ppo.json
+	$(PY) -m experiments.bench_teachers --out runs/bench_teachers.json
+
+toy-bandit: $(STAMP)
+	$(PY) -m experiments.toy_bandit --out runs/toy_bandit
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
