@@ -237,3 +237,14 @@ def test_sampling_follows_component_probs():
     assert abs((default[:, 0] > 0).mean() - 0.5) < 0.05 and (np.abs(default[:, 1]) < 1).all()
     forced = np.asarray(sample_gmm(key, gmm, 1000, component_probs=jnp.array([0.0, 0.0, 3.0])))
     np.testing.assert_allclose(forced.mean(0), [0.0, 50.0], atol=0.05)
+
+
+@pytest.mark.parametrize("num_features", [1, 2, 4, 7, 10])
+def test_unrolled_cholesky_matches_lapack(num_features):
+    from acl.teachers.gmm import cholesky_with_inverse
+
+    a = jax.random.normal(jax.random.PRNGKey(num_features), (6, num_features, num_features))
+    a = a @ jnp.swapaxes(a, -1, -2) + 0.1 * jnp.eye(num_features)
+    low, inv = cholesky_with_inverse(a)
+    np.testing.assert_allclose(low, jnp.linalg.cholesky(a), atol=1e-4, rtol=1e-4)
+    np.testing.assert_allclose(inv @ low, np.broadcast_to(np.eye(num_features), a.shape), atol=1e-4)
