@@ -67,9 +67,10 @@ at the update that filled it.
 `max_regions = 255` by default (128 leaves): in the toy bandit (D = 2, 20,000
 episodes, 16 seeds) the reference rules grew trees of 155-193 nodes. Raise it for
 longer runs (the reference's 1/15 minimum width admits at most 15^D leaves). Measured on
-a 2-core CPU, 16 seeds x 20,000 one-record updates (one vmapped run): about 11 s
-(compile 5 s). Prefix sums use an associative scan: XLA's cumsum on CPU is a quadratic
-reduce_window, and `lax.top_k` (a sort) was slower still.
+a 2-core CPU, 16 seeds x 20,000 one-record updates (one vmapped run): 11 s quiet,
+21-22 s on a loaded machine (compile 5-10 s); recomputing every node's ALP and window
+each update took 49-79 s there. Prefix sums use an associative scan: XLA's cumsum on
+CPU is a quadratic reduce_window, and `lax.top_k` (a sort) was slower still.
 """
 
 from __future__ import annotations
