@@ -187,3 +187,40 @@ def test_small_max_depth_is_exact_and_reference_child_alp_option():
     for name in ("low", "high", "active", "leaf", "window_return", "count", "ptr"):
         np.testing.assert_array_equal(getattr(base, name), getattr(reference, name), name)
     assert np.isfinite(np.asarray(reference.alp)).all()
+
+
+def test_batched_updates_do_bounded_work_per_update():
+    # The RL loop feeds up to 256 records per update (3-D CartPole space): each update
+    # splits or discards at most one leaf, and every root-to-leaf path stays within
+    # max_depth nodes, so the record writes need no fallback pass (its `while_loop` runs
+    # zero times) and the per-update work does not grow with the history.
+    space = Box(low=(0.05, 0.05, 1.0), high=(2.0, 2.0, 5000.0))
+    teacher = make_riac(task_space=space)
+    k = 256
+
+    def body(state, step):
+        key = jax.random.fold_in(jax.random.PRNGKey(10), step)
+        k_task, k_ret = jax.random.split(key)
+        task = space.sample_uniform(k_task, k)
+        ret = jax.random.normal(k_ret, (k,)) + 0.01 * step * task[:, 0]
+        new = teacher.update(state, task, feedback(task, ret), step)
+        events = (new.num_splits + new.num_discards) - (state.num_splits + state.num_discards)
+        # Depth of each node: the active nodes whose box contains its box.
+        inside = jnp.all(
+            (new.low[:, None] >= new.low[None]) & (new.high[:, None] <= new.high[None]), -1
+        ) & (new.active[:, None] & new.active[None, :])
+        depth = jnp.where(new.active, inside.sum(-1), 0).max()
+        # (record, node) pairs written this update: one pass holds k * max_depth.
+        hits = jnp.all((task[:, None] >= new.low[None]) & (task[:, None] <= new.high[None]), -1)
+        pairs = (hits & new.active[None]).sum()
+        return new, (events, depth, pairs)
+
+    state = teacher.init(jax.random.PRNGKey(9), teacher.default_params())
+    steps = jnp.arange(60, dtype=jnp.int32)
+    state, (events, depth, pairs) = jax.jit(lambda s: jax.lax.scan(body, s, steps))(state)
+    events, depth, pairs = np.asarray(events), np.asarray(depth), np.asarray(pairs)
+    assert events.max() <= 1 and int(state.num_splits) >= 40
+    assert depth.max() <= teacher.max_depth, depth
+    assert pairs.max() <= k * teacher.max_depth, pairs
+    assert int(state.count.max()) <= teacher.window_size
+    assert np.isfinite(np.asarray(state.alp)).all()
