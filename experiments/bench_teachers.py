@@ -2,7 +2,8 @@
 to Random's, measured in the same run.
 
     python -m experiments.bench_teachers
-        [--config experiments/configs/cartpole_unfeasible_alp_gmm.yaml] [--teachers random alp_gmm covar_gmm riac] [--iterations 40] [--out FILE.json]
+        [--config experiments/configs/cartpole_unfeasible_alp_gmm.yaml]
+        [--teachers random alp_gmm covar_gmm riac] [--iterations 40] [--out FILE.json]
 
 overhead = 1 - (steps/s with the teacher) / (steps/s with Random). Teacher keys of the
 config (fit_every, preset...) are kept for the teachers that accept them.
