@@ -18,27 +18,14 @@ from acl.spaces import Box
 from acl.teachers import TEACHERS
 from acl.teachers.alp import MIN_POINTS, empirical_alp, ring_init, ring_push
 from acl.teachers.alp_gmm import ALPGMMTeacher, make_alp_gmm
-from acl.teachers.base import Feedback
 from acl.teachers.gmm import GMM, em_from_init, gmm_log_prob
 from acl.teachers.random import RandomTeacher
 from envs.toy_bandit import ToyBandit
-from tests.teacher_harness import check_teacher
+from tests.teacher_harness import check_teacher, feedback
 
 ALP = jax.jit(empirical_alp)
 SMALL = dict(fit_rate=64, fit_every=3, k_max=3, em_iterations=10)
 """Settings whose fits happen within the harness' 12 rounds of 32 records."""
-
-
-def feedback(tasks, returns, mask=None) -> Feedback:
-    tasks = jnp.asarray(tasks, jnp.float32)
-    n = tasks.shape[0]
-    return Feedback(
-        task=tasks,
-        episode_return=jnp.asarray(returns, jnp.float32),
-        success=jnp.zeros((n,), bool),
-        length=jnp.ones((n,), jnp.int32),
-        mask=jnp.ones((n,), bool) if mask is None else jnp.asarray(mask, bool),
-    )
 
 
 def contains_cond(jaxpr) -> bool:

@@ -10,10 +10,9 @@ import pytest
 from acl.errors import ConfigError
 from acl.spaces import Box
 from acl.teachers import TEACHERS
-from acl.teachers.base import Feedback
 from acl.teachers.random import RandomTeacher
 from acl.teachers.riac import make_riac
-from tests.teacher_harness import check_teacher
+from tests.teacher_harness import check_teacher, feedback
 
 UNIT2 = Box(low=(0.0, 0.0), high=(1.0, 1.0))
 
@@ -26,18 +25,6 @@ def reference_alp(returns, window):
     half = int(cpw / 2)
     arr = np.asarray(returns, np.float64)
     return abs(arr[-cpw:-half].mean() - arr[-half:].mean())
-
-
-def feedback(tasks, returns, mask=None):
-    tasks = jnp.asarray(tasks, jnp.float32)
-    n = tasks.shape[0]
-    return Feedback(
-        task=tasks,
-        episode_return=jnp.asarray(returns, jnp.float32),
-        success=jnp.zeros((n,), bool),
-        length=jnp.ones((n,), jnp.int32),
-        mask=jnp.ones((n,), bool) if mask is None else jnp.asarray(mask),
-    )
 
 
 def feed_one_by_one(teacher, state, tasks, returns):
