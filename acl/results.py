@@ -5,6 +5,7 @@ RUN_DIR/
   provenance.json    package versions, git commit, device, seeds, command line
   metrics.csv        one row per (evaluation, seed)
   tasks.csv          a subsample of the tasks handed out in each evaluation period
+  teacher/eval_0000.npz ...  the teacher's internals at each evaluation (leading seed axis)
   summary.json       final figures and timings (schema: SUMMARY_KEYS)
   learning_curve.png % mastered vs env steps, mean +- SE over seeds
   agent_params.msgpack  final agent state of every seed (flax serialization)
@@ -138,7 +139,7 @@ class RunDir:
                     writer.writerow([chunk, seed, *(f"{x:.6g}" for x in task)])
 
     def write_teacher_snapshot(self, chunk: int, snapshot: dict) -> None:
-        """teacher/eval_XXXX.npz: the teacher's internals, each array with a leading seed axis."""
+        """teacher/eval_<chunk:04d>.npz: teacher internals, arrays with a leading seed axis."""
         folder = self.path / "teacher"
         folder.mkdir(exist_ok=True)
         np.savez_compressed(

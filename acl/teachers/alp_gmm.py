@@ -30,6 +30,7 @@ Where this differs from the reference, and why:
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass, fields
 
 import jax
@@ -94,7 +95,7 @@ def _check(cond: bool, message: str) -> None:
 
 
 @dataclass(frozen=True)
-class GMMTeacher:
+class GMMTeacher(abc.ABC):
     """Shared machinery of the GMM teachers; subclasses define the fitted features."""
 
     task_space: Box
@@ -215,17 +216,19 @@ class GMMTeacher:
 
     # -- hooks ----------------------------------------------------------------------------
 
+    @abc.abstractmethod
     def features(self, state, unit_tasks, returns, mask):
-        """(state, features [K, F]) of the records (masked rows are ignored later)."""
-        raise NotImplementedError
+        """(state, features [K, F]) of the records (masked rows are ignored later):
+        (task, ALP) for ALP-GMM, (relative time, task, return) for Covar-GMM."""
 
     def fit_points(self, state) -> jax.Array:
         """The fit buffer as the points the mixture is fitted on, [fit_rate, F]."""
         return state.fit_buffer.data
 
+    @abc.abstractmethod
     def component_scores(self, gmm: GMM) -> jax.Array:
-        """Unnormalised probability of sampling each component, [k_max]."""
-        raise NotImplementedError
+        """Unnormalised probability of sampling each component, [k_max]: mean ALP for
+        ALP-GMM, positive time-return covariance for Covar-GMM."""
 
     # -- protocol -------------------------------------------------------------------------
 
