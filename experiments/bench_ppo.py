@@ -13,17 +13,13 @@ and prints env steps/s for both and their ratio.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import time
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 
-from acl.benchmark.timing import time_call, training_throughput
+from acl.benchmark.timing import report, time_call, training_throughput
 from acl.config import parse_config
-from acl.results import format_table, provenance
 from acl.train import Trainer
 
 CONFIG = {
@@ -118,23 +114,9 @@ def main(argv=None) -> int:
                 "raw compile s": f"{raw['compile_seconds']:.1f}",
             }
         )
-    print(format_table(rows, list(rows[0])))
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {
-                "benchmark": "bench_ppo",
-                "config": CONFIG,
-                "iterations": args.iterations,
-                "machine": {"cpus": jax.local_device_count(), "processor": platform.processor()},
-                "provenance": provenance([]),
-                "results": results,
-            },
-            indent=2,
-        )
+    report(
+        "bench_ppo", rows, args.out, [], config=CONFIG, iterations=args.iterations, results=results
     )
-    print(f"written: {out}")
     return 0
 
 

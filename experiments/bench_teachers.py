@@ -13,12 +13,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
-from pathlib import Path
 
-from acl.benchmark.timing import training_throughput
+from acl.benchmark.timing import report, training_throughput
 from acl.config import ComponentConfig, load_config
-from acl.results import format_table, provenance
 from acl.teachers import TEACHERS
 from acl.train import Trainer, _accepted_keys
 
@@ -56,25 +53,18 @@ def main(argv=None) -> int:
         }
         for name, r in results.items()
     ]
-    print(format_table(rows, list(rows[0])))
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {
-                "benchmark": "bench_teachers",
-                "config": base.to_dict(),
-                "iterations": args.iterations,
-                "provenance": provenance(list(range(base.num_seeds))),
-                "results": {
-                    k: {**v, "overhead": 1 - v["steps_per_second"] / reference}
-                    for k, v in results.items()
-                },
-            },
-            indent=2,
-        )
+    overheads = {
+        k: {**v, "overhead": 1 - v["steps_per_second"] / reference} for k, v in results.items()
+    }
+    report(
+        "bench_teachers",
+        rows,
+        args.out,
+        list(range(base.num_seeds)),
+        config=base.to_dict(),
+        iterations=args.iterations,
+        results=overheads,
     )
-    print(f"written: {out}")
     return 0
 
 

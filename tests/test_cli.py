@@ -18,16 +18,22 @@ from experiments import run as run_cli
 from tests.conftest import TINY
 
 
+def write_tiny(folder) -> str:
+    """The tiny config as a YAML file in `folder`; returns its path."""
+    path = folder / "tiny.yaml"
+    path.write_text(yaml.safe_dump(TINY))
+    return str(path)
+
+
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli")
-    config = root / "tiny.yaml"
-    config.write_text(yaml.safe_dump(TINY))
+    config = write_tiny(root)
     out = root / "run"
     code = run_cli.main(
         [
             "--config",
-            str(config),
+            config,
             "--out",
             str(out),
             "--no-progress",
@@ -106,10 +112,9 @@ BAD_INPUTS = [
 
 @pytest.mark.parametrize("args,message", BAD_INPUTS, ids=[m[:30] for _, m in BAD_INPUTS])
 def test_bad_input_fails_before_compiling_with_a_one_line_error(tmp_path, capsys, args, message):
-    config = tmp_path / "tiny.yaml"
-    config.write_text(yaml.safe_dump(TINY))
+    config = write_tiny(tmp_path)
     with count_compilations() as compiled:
-        code = run_cli.main(["--config", str(config), "--out", str(tmp_path / "run"), *args])
+        code = run_cli.main(["--config", config, "--out", str(tmp_path / "run"), *args])
     err = capsys.readouterr().err.strip()
     assert code == 2
     assert message in err
@@ -138,13 +143,12 @@ def test_unreadable_config_file(tmp_path, capsys, content, message):
 
 
 def test_nan_stops_the_run_naming_the_iteration_and_keeps_metrics(tmp_path, capsys):
-    config = tmp_path / "tiny.yaml"
-    config.write_text(yaml.safe_dump(TINY))
+    config = write_tiny(tmp_path)
     out = tmp_path / "run"
     code = run_cli.main(
         [
             "--config",
-            str(config),
+            config,
             "--out",
             str(out),
             "--no-progress",

@@ -42,3 +42,25 @@ def training_throughput(trainer: Trainer, iterations: int, repeats: int = 3) -> 
         "env_steps": steps,
         "steps_per_second": steps / seconds,
     }
+
+
+def report(name: str, rows: list[dict], out: str, seeds: list[int], **payload) -> None:
+    """Print the bench table and write it, with provenance, as JSON to `out`."""
+    import json
+    import platform
+    from pathlib import Path
+
+    from acl.results import format_table, provenance
+
+    print(format_table(rows, list(rows[0])))
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    document = {
+        "benchmark": name,
+        **payload,
+        "table": rows,
+        "machine": {"cpus": jax.local_device_count(), "processor": platform.processor()},
+        "provenance": provenance(seeds),
+    }
+    path.write_text(json.dumps(document, indent=2))
+    print(f"written: {path}")
