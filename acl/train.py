@@ -28,6 +28,14 @@ import jax.numpy as jnp
 from flax import struct
 
 from acl.agents import AGENTS
+from acl.benchmark.challenges import (
+    Challenge,
+    MappedEnv,
+    apply_prior,
+    student_due,
+    teacher_space,
+    to_env,
+)
 from acl.config import ExperimentConfig, check_kwargs
 from acl.errors import ConfigError
 from acl.evaluation import evaluate, make_test_set
@@ -45,6 +53,9 @@ class SeedCarry:
     teacher_state: Any
     slots: Slots
     key: jax.Array
+    challenge: Challenge | None = None
+    """The run's challenge variant (acl.benchmark.challenges), when the trainer is
+    `challenged`; constant over the run."""
 
 
 @struct.dataclass
@@ -87,8 +98,11 @@ class Components:
     agent: Any
 
 
-def build_components(config: ExperimentConfig) -> Components:
-    """Construct env, teacher and agent from the config; validates names and keys, no JIT."""
+def build_components(config: ExperimentConfig, challenged: bool = False) -> Components:
+    """Construct env, teacher and agent from the config; validates names and keys, no JIT.
+
+    `challenged`: the teacher works in the unit cube that challenge data maps onto the
+    env's tasks (acl.benchmark.challenges) instead of in the env's task space."""
     env_kwargs = dict(config.env.kwargs)
     low, high = env_kwargs.pop("task_low", None), env_kwargs.pop("task_high", None)
     env_factory = ENVS.get(config.env.name, "env.name")
@@ -108,7 +122,8 @@ def build_components(config: ExperimentConfig) -> Components:
     if "return_bounds" in _accepted_keys(teacher_factory):
         # Teachers that rescale returns to [0, 1] read the env's declared bounds.
         teacher_kwargs.setdefault("return_bounds", tuple(env.return_bounds))
-    teacher = teacher_factory(task_space=env.task_space, **teacher_kwargs)
+    space = teacher_space(env.task_space) if challenged else env.task_space
+    teacher = teacher_factory(task_space=space, **teacher_kwargs)
 
     agent_factory = AGENTS.get(config.agent.name, "agent.name")
     check_kwargs(agent_factory, config.agent.kwargs, "agent")
@@ -146,9 +161,23 @@ def _accepted_keys(factory) -> set[str]:
 class Trainer:
     """The jittable curriculum loop for one seed, plus helpers to vmap it over seeds."""
 
-    def __init__(self, config: ExperimentConfig, components: Components | None = None):
+    def __init__(
+        self,
+        config: ExperimentConfig,
+        components: Components | None = None,
+        challenged: bool = False,
+    ):
+        """`challenged`: `init` takes a `Challenge` (acl.benchmark.challenges) that maps the
+        teacher's unit cube onto env tasks, sets the student's re-initialisation period and
+        the expert prior, as data. The test set stays on the env's own task space."""
         self.config = config
-        c = components or build_components(config)
+        self.challenged = challenged
+        if challenged and config.loop.reinit_every:
+            raise ConfigError(
+                "loop.reinit_every and a challenge both set the forgetting period; "
+                "use the challenge's reset_every"
+            )
+        c = components or build_components(config, challenged)
         self.env, self.teacher, self.agent = c.env, c.teacher, c.agent
         loop = config.loop
         self.num_envs, self.num_steps = loop.num_envs, loop.num_steps
@@ -176,20 +205,35 @@ class Trainer:
     def init_agent(self, key):
         return self.agent.init(key, self.env.observation_space(), self.env.action_space())
 
-    def init(self, key: jax.Array) -> LoopCarry:
+    def init(self, key: jax.Array, challenge: Challenge | None = None) -> LoopCarry:
+        if self.challenged != (challenge is not None):
+            raise ValueError("a challenged Trainer's init takes a Challenge; others take none")
         agent_key, teacher_key, sample_key, reset_key, loop_key = jax.random.split(key, 5)
         agent_state = self.init_agent(agent_key)
-        teacher_state = self.teacher.init(teacher_key, self.teacher.default_params())
+        params = self.teacher.default_params()
+        if challenge is not None:
+            params = apply_prior(self.teacher, params, challenge)
+        teacher_state = self.teacher.init(teacher_key, params)
         teacher_state, tasks, info = self.teacher.sample(teacher_state, sample_key, self.num_envs)
-        slots = start_slots(self.env, self.agent, reset_key, tasks, info.train_on)
+        env = self.rollout_env(challenge)
+        slots = start_slots(env, self.agent, reset_key, tasks, info.train_on)
         return LoopCarry(
             iteration=jnp.zeros((), jnp.int32),
-            seed=SeedCarry(agent_state, teacher_state, slots, loop_key),
+            seed=SeedCarry(agent_state, teacher_state, slots, loop_key, challenge),
         )
+
+    def rollout_env(self, challenge: Challenge | None):
+        """The env the instances run: tasks in teacher coordinates when challenged."""
+        return self.env if challenge is None else MappedEnv(self.env, challenge)
+
+    def env_tasks(self, tasks: jax.Array, challenge: Challenge | None) -> jax.Array:
+        """Teacher tasks [..., D] as the env's tasks (for logs)."""
+        return tasks if challenge is None else to_env(challenge, tasks)
 
     def _iteration(self, seed: SeedCarry, iteration: jax.Array):
         key, sample_key, rollout_key, update_key, reinit_key = jax.random.split(seed.key, 5)
         teacher_state, slots = seed.teacher_state, seed.slots
+        env = self.rollout_env(seed.challenge)
         if self.config.loop.mode == "episode":
             # One task per (step, instance): an instance that resets at step t takes [t, i].
             n = self.num_steps * self.num_envs
@@ -201,10 +245,10 @@ class Trainer:
                 teacher_state, sample_key, self.num_envs
             )
             reset_key, rollout_key = jax.random.split(rollout_key)
-            slots = start_slots(self.env, self.agent, reset_key, tasks, info.train_on)
+            slots = start_slots(env, self.agent, reset_key, tasks, info.train_on)
             next_tasks = next_train_on = None
         slots, batch, feedback = collect(
-            self.env,
+            env,
             self.agent,
             seed.agent_state,
             slots,
@@ -223,8 +267,13 @@ class Trainer:
             feedback, dropped = compact_feedback(feedback, self.config.loop.max_feedback)
         agent_state, agent_metrics = self.agent.update(seed.agent_state, batch, update_key)
         teacher_state = self.teacher.update(teacher_state, tasks, feedback, iteration)
-        if self.reinit_iterations:
+        due = None
+        if seed.challenge is not None:
+            # A real branch unless challenges with different periods share a vmap.
+            due = student_due(seed.challenge, iteration)
+        elif self.reinit_iterations:
             due = (iteration + 1) % self.reinit_iterations == 0
+        if due is not None:
             agent_state = jax.lax.cond(
                 due, lambda: self.init_agent(reinit_key), lambda: agent_state
             )
@@ -232,9 +281,9 @@ class Trainer:
             **episode_stats,
             "dropped": dropped,
             "agent": agent_metrics,
-            "tasks": tasks[: self.tasks_per_iteration],
+            "tasks": self.env_tasks(tasks[: self.tasks_per_iteration], seed.challenge),
         }
-        return SeedCarry(agent_state, teacher_state, slots, key), stats
+        return SeedCarry(agent_state, teacher_state, slots, key, seed.challenge), stats
 
     def run_chunk(self, carry: LoopCarry) -> tuple[LoopCarry, ChunkMetrics]:
         """`iterations_per_chunk` iterations, then an evaluation on the test set."""
@@ -265,32 +314,43 @@ class Trainer:
         )
         return LoopCarry(iteration=iteration, seed=seed), metrics
 
-    def train(self, key: jax.Array) -> tuple[LoopCarry, ChunkMetrics]:
+    def train(
+        self, key: jax.Array, challenge: Challenge | None = None
+    ) -> tuple[LoopCarry, ChunkMetrics]:
         """The whole run; metrics have a leading [num_chunks] axis."""
 
         def chunk(carry, _):
             return self.run_chunk(carry)
 
-        return jax.lax.scan(chunk, self.init(key), None, length=self.num_chunks)
+        return jax.lax.scan(chunk, self.init(key, challenge), None, length=self.num_chunks)
 
     # -- many seeds ------------------------------------------------------------------
 
     @property
     def carry_axes(self) -> LoopCarry:
-        """vmap axes of LoopCarry: the iteration counter is shared, the rest per seed."""
-        return LoopCarry(iteration=None, seed=0)
+        """vmap axes of LoopCarry: the iteration counter and the challenge are shared, the
+        rest per seed."""
+        return self.carry_axes_for(None)
+
+    def carry_axes_for(self, challenge_axis: int | None) -> LoopCarry:
+        """vmap axes with the challenge batched (0) or shared (None)."""
+        return LoopCarry(iteration=None, seed=SeedCarry(0, 0, 0, 0, challenge_axis))
 
     def seed_keys(self) -> jax.Array:
         c = self.config
         return jnp.stack([jax.random.PRNGKey(c.seed + i) for i in range(c.num_seeds)])
 
-    def jit_init_seeds(self):
-        return jax.jit(jax.vmap(self.init, out_axes=self.carry_axes))
+    def jit_init_seeds(self, challenge_axis: int | None = None):
+        """jit(vmap(init)) over seed keys [S] (and, when challenged, a Challenge shared by
+        all seeds, or batched [S, ...] with challenge_axis=0)."""
+        axes = self.carry_axes_for(challenge_axis)
+        if self.challenged:
+            return jax.jit(jax.vmap(self.init, in_axes=(0, challenge_axis), out_axes=axes))
+        return jax.jit(jax.vmap(self.init, out_axes=axes))
 
-    def jit_run_chunk_seeds(self):
-        return jax.jit(
-            jax.vmap(self.run_chunk, in_axes=(self.carry_axes,), out_axes=(self.carry_axes, 0))
-        )
+    def jit_run_chunk_seeds(self, challenge_axis: int | None = None):
+        axes = self.carry_axes_for(challenge_axis)
+        return jax.jit(jax.vmap(self.run_chunk, in_axes=(axes,), out_axes=(axes, 0)))
 
 
 def make_train(config: ExperimentConfig) -> Trainer:

@@ -68,6 +68,9 @@ class GMMTeacherParams:
     """[D] mean of the expert's initial task distribution, task units (if `use_prior`)."""
     initial_std: jax.Array
     """[D] its standard deviation, task units."""
+    use_prior: jax.Array
+    """bool: the bootstrap draws from the expert Gaussian instead of uniformly. A leaf, so
+    runs with and without expert knowledge share one program (acl.benchmark.challenges)."""
 
 
 @struct.dataclass
@@ -177,6 +180,18 @@ class GMMTeacher(abc.ABC):
             return_high=jnp.asarray(hi, f32),
             initial_mean=jnp.asarray(mean, f32),
             initial_std=jnp.asarray(std, f32),
+            use_prior=jnp.asarray(self.use_prior),
+        )
+
+    def with_prior(
+        self, params: GMMTeacherParams, mean: jax.Array, std: jax.Array, enabled: jax.Array
+    ) -> GMMTeacherParams:
+        """Expert knowledge: bootstrap from N(mean, std^2) ([D] each, task units) where
+        `enabled`; traced values are fine, so a vmap can mix runs with and without it."""
+        return params.replace(
+            initial_mean=jnp.where(enabled, jnp.asarray(mean, jnp.float32), params.initial_mean),
+            initial_std=jnp.where(enabled, jnp.asarray(std, jnp.float32), params.initial_std),
+            use_prior=jnp.asarray(enabled) | params.use_prior,
         )
 
     @property
@@ -287,11 +302,9 @@ class GMMTeacher(abc.ABC):
         space = self.task_space
         k_uniform, k_prior, k_gmm, k_coin = jax.random.split(key, 4)
         uniform = space.sample_uniform(k_uniform, n)
-        if self.use_prior:
-            z = jax.random.normal(k_prior, (n, space.dim))
-            bootstrap = space.clip(params.initial_mean + params.initial_std * z)
-        else:
-            bootstrap = uniform
+        z = jax.random.normal(k_prior, (n, space.dim))
+        prior = space.clip(params.initial_mean + params.initial_std * z)
+        bootstrap = jnp.where(params.use_prior, prior, uniform)
         draws = sample_gmm(k_gmm, state.gmm, n, component_probs=self._probs(state.gmm))
         from_gmm = space.clip(self.from_unit(draws[:, : space.dim]))
         from_gmm = jnp.where(jnp.isfinite(from_gmm), from_gmm, uniform)

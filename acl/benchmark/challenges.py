@@ -1,0 +1,256 @@
+"""TeachMyAgent's challenge variants (Romac et al. 2021), as data for any env with a Box
+task space.
+
+A challenge is a `Challenge` pytree, not a new program: the teacher always works in the
+unit cube [0, 1]^D (its *teacher space*), and the challenge says how that cube maps onto
+the env's true tasks, when the student is re-initialised, and which prior an expert gives.
+So one compiled program serves every challenge of a teacher, and a vmap can batch them.
+
+| challenge | what changes | data |
+|---|---|---|
+| default | nothing | bounds = env.task_space |
+| unfeasible | most of the space cannot be solved | bounds = env.unfeasible_bounds |
+| trivial | most of the space is already solved | bounds = env.trivial_bounds |
+| rugged | each dimension cut into 4 intervals, shuffled | a seeded permutation per dimension |
+| forgetting | the student forgets | weights, optimiser (and replay) reset every N iterations |
+
+Expert knowledge (`expert`), on top of any challenge, for teachers that can use a prior
+(those with `with_prior`: ALP-GMM and Covar-GMM bootstrap from it):
+
+- none: no prior;
+- low: a random sub-space prior: a seeded box covering half of each dimension's range,
+  given as the Gaussian with its mean and standard deviation (half-width / sqrt(3));
+- high: a Gaussian over easy tasks, centred on the env's easy task (`env.easy_task`,
+  else its default task) with std 10% of each dimension's range.
+
+The *variety of students* challenge changes the agent, which changes shapes, so it is
+several programs; `experiments/benchmark.py` runs one per student and merges the scores.
+
+Coordinates, all [..., D]: teacher space u in [0, 1]; the rugged map sends teacher
+interval j of dimension d to true interval perm[d, j]; env task = low + true_u * (high - low).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from acl.errors import ConfigError
+from acl.spaces import Box
+
+NUM_INTERVALS = 4
+"""Intervals per dimension of the rugged map (TeachMyAgent's value)."""
+CHALLENGES = ("default", "unfeasible", "trivial", "rugged", "forgetting", "students")
+""""students" (variety of students) is default data run by several agents (the runner)."""
+EXPERT_LEVELS = ("none", "low", "high")
+HIGH_EXPERT_STD = 0.1
+"""Std of the high expert prior, as a fraction of each dimension's range."""
+
+
+@struct.dataclass
+class Challenge:
+    """One challenge variant, as pytree leaves (D task dimensions, I = NUM_INTERVALS)."""
+
+    low: jax.Array
+    """[D] true task at teacher coordinate 0 (env units)."""
+    high: jax.Array
+    """[D] true task at teacher coordinate 1 (env units)."""
+    interval_perm: jax.Array
+    """[D, I] int32: teacher interval j of dimension d is true interval interval_perm[d, j]."""
+    reset_every: jax.Array
+    """int32: iterations between re-initialisations of the student; 0 = never."""
+    prior_mean: jax.Array
+    """[D] expert prior mean, teacher space."""
+    prior_std: jax.Array
+    """[D] expert prior std, teacher space."""
+    use_prior: jax.Array
+    """bool: whether the expert prior is given."""
+
+
+def teacher_space(env_space: Box) -> Box:
+    """The unit cube every teacher works in, named like the env's dimensions."""
+    dim = env_space.dim
+    return Box(
+        low=(0.0,) * dim,
+        high=(1.0,) * dim,
+        names=env_space.names,
+        units=("fraction of range",) * dim if env_space.names else (),
+        default=tuple(_to_unit_np(env_space, np.asarray(env_space.default_task))),
+        field_name="teacher space",
+    )
+
+
+def _to_unit_np(space: Box, task: np.ndarray) -> np.ndarray:
+    low, high = np.asarray(space.low), np.asarray(space.high)
+    return np.clip((task - low) / (high - low), 0.0, 1.0)
+
+
+def to_env(challenge: Challenge, unit: jax.Array) -> jax.Array:
+    """Teacher-space tasks [..., D] -> env tasks [..., D] (the rugged map, then the bounds)."""
+    intervals = challenge.interval_perm.shape[-1]
+    scaled = jnp.clip(unit, 0.0, 1.0) * intervals
+    index = jnp.clip(jnp.floor(scaled), 0, intervals - 1).astype(jnp.int32)
+    within = scaled - index
+    perm = challenge.interval_perm
+    perm = jnp.broadcast_to(perm, index.shape[:-1] + perm.shape)
+    true_index = jnp.take_along_axis(perm, index[..., None], axis=-1)[..., 0]
+    true_unit = (true_index + within) / intervals
+    return challenge.low + true_unit * (challenge.high - challenge.low)
+
+
+def to_teacher(challenge: Challenge, task: jax.Array) -> jax.Array:
+    """Env tasks [..., D] -> teacher space [..., D]; the inverse of `to_env` inside the box.
+
+    The loop never needs it (instances carry teacher-space tasks, see `MappedEnv`); it is
+    for priors, plots and tests."""
+    intervals = challenge.interval_perm.shape[-1]
+    true_unit = jnp.clip((task - challenge.low) / (challenge.high - challenge.low), 0.0, 1.0)
+    scaled = true_unit * intervals
+    true_index = jnp.clip(jnp.floor(scaled), 0, intervals - 1).astype(jnp.int32)
+    within = scaled - true_index
+    inverse = jnp.argsort(challenge.interval_perm, axis=-1)
+    inverse = jnp.broadcast_to(inverse, true_index.shape[:-1] + inverse.shape)
+    index = jnp.take_along_axis(inverse, true_index[..., None], axis=-1)[..., 0]
+    return (index + within) / intervals
+
+
+class MappedEnv:
+    """An env whose tasks are teacher-space coordinates of `challenge`.
+
+    Built inside the traced loop around traced challenge data, so the instances (and the
+    feedback records) carry the teacher's own coordinates and the teacher never sees an
+    env task, while `task_to_params` hands the env the true one."""
+
+    def __init__(self, env, challenge: Challenge):
+        self._env = env
+        self.challenge = challenge
+
+    def __getattr__(self, name):
+        return getattr(self._env, name)
+
+    def task_to_params(self, task: jax.Array, base_params):
+        return self._env.task_to_params(to_env(self.challenge, task), base_params)
+
+    def params_for_tasks(self, tasks: jax.Array):
+        base = self._env.default_params()
+        return jax.vmap(lambda t: self.task_to_params(t, base))(tasks)
+
+
+@dataclass(frozen=True)
+class ChallengeSpec:
+    """A named challenge setting (host side): a challenge and an expert-knowledge level."""
+
+    challenge: str = "default"
+    """One of CHALLENGES."""
+    expert: str = "none"
+    """One of EXPERT_LEVELS."""
+
+    def __post_init__(self):
+        if self.challenge not in CHALLENGES:
+            raise ConfigError(
+                f"challenge must be one of {', '.join(CHALLENGES)}; got {self.challenge!r}"
+            )
+        if self.expert not in EXPERT_LEVELS:
+            raise ConfigError(
+                f"expert must be one of {', '.join(EXPERT_LEVELS)}; got {self.expert!r}"
+            )
+
+    @property
+    def label(self) -> str:
+        """e.g. "unfeasible" or "unfeasible / expert high"."""
+        if self.expert == "none":
+            return self.challenge
+        return f"{self.challenge} / expert {self.expert}"
+
+    @property
+    def key(self) -> str:
+        """File-name-safe id, e.g. "unfeasible+expert_high"."""
+        return self.challenge if self.expert == "none" else f"{self.challenge}+expert_{self.expert}"
+
+
+def challenge_bounds(env, challenge: str) -> Box:
+    """The env-space box a challenge's teacher space maps onto."""
+    if challenge in ("unfeasible", "trivial"):
+        attribute = f"{challenge}_bounds"
+        bounds = getattr(env, attribute, None)
+        if bounds is None:
+            raise ConfigError(
+                f"env {env.name!r} declares no {attribute}, so the {challenge!r} challenge "
+                "is undefined for it"
+            )
+        return bounds
+    return env.task_space
+
+
+def rugged_permutation(dim: int, seed: int, intervals: int = NUM_INTERVALS) -> np.ndarray:
+    """[dim, intervals] seeded permutations, none of them the identity."""
+    rng = np.random.default_rng(seed)
+    perms = []
+    for _ in range(dim):
+        perm = np.arange(intervals)
+        while np.array_equal(perm, np.arange(intervals)):
+            perm = rng.permutation(intervals)
+        perms.append(perm)
+    return np.stack(perms).astype(np.int32)
+
+
+def make_challenge(
+    env,
+    spec: ChallengeSpec,
+    seed: int = 0,
+    reset_every: int = 0,
+) -> Challenge:
+    """The data of `spec` for `env`.
+
+    Args:
+      seed: seeds the rugged permutation and the low expert's sub-space (the same for
+        every teacher and run seed, so teachers face the same challenge).
+      reset_every: iterations between student re-initialisations for "forgetting".
+    """
+    bounds = challenge_bounds(env, spec.challenge)
+    dim = bounds.dim
+    perm = np.tile(np.arange(NUM_INTERVALS, dtype=np.int32), (dim, 1))
+    if spec.challenge == "rugged":
+        perm = rugged_permutation(dim, seed)
+    if spec.challenge == "forgetting" and reset_every <= 0:
+        raise ConfigError("the forgetting challenge needs reset_every > 0 iterations")
+    identity_bounds = Challenge(
+        low=jnp.asarray(bounds.low, jnp.float32),
+        high=jnp.asarray(bounds.high, jnp.float32),
+        interval_perm=jnp.asarray(perm),
+        reset_every=jnp.asarray(reset_every if spec.challenge == "forgetting" else 0, jnp.int32),
+        prior_mean=jnp.full((dim,), 0.5, jnp.float32),
+        prior_std=jnp.ones((dim,), jnp.float32),
+        use_prior=jnp.asarray(False),
+    )
+    if spec.expert == "none":
+        return identity_bounds
+    if spec.expert == "high":
+        easy = getattr(env, "easy_task", None)
+        easy = np.asarray(env.task_space.default_task if easy is None else easy)
+        mean = to_teacher(identity_bounds, jnp.asarray(easy, jnp.float32))
+        std = jnp.full((dim,), HIGH_EXPERT_STD, jnp.float32)
+    else:
+        rng = np.random.default_rng([seed, 1])
+        start = rng.uniform(0.0, 0.5, size=dim)
+        mean = jnp.asarray(start + 0.25, jnp.float32)
+        std = jnp.full((dim,), 0.25 / np.sqrt(3.0), jnp.float32)
+    return identity_bounds.replace(prior_mean=mean, prior_std=std, use_prior=jnp.asarray(True))
+
+
+def apply_prior(teacher, params, challenge: Challenge):
+    """The teacher's params with the challenge's expert prior, if the teacher takes one."""
+    with_prior = getattr(teacher, "with_prior", None)
+    if with_prior is None:
+        return params
+    return with_prior(params, challenge.prior_mean, challenge.prior_std, challenge.use_prior)
+
+
+def student_due(challenge: Challenge, iteration: jax.Array) -> jax.Array:
+    """bool: the student is re-initialised after `iteration` (0-based)."""
+    period = jnp.maximum(challenge.reset_every, 1)
+    return (challenge.reset_every > 0) & ((iteration + 1) % period == 0)
