@@ -1,0 +1,359 @@
+"""The benchmark runner: teachers x challenge settings x seeds, resumable, one tidy table.
+
+    suite = load_suite("experiments/configs/benchmark_quick.yaml")
+    table = run_suite(suite, "runs/benchmark_quick")     # pandas DataFrame, also results.csv
+
+A *cell* is one (teacher, setting): all seeds of it run as one vmap. Each teacher compiles
+once; its settings are `Challenge` data fed to the same program. A finished cell is written
+atomically to `cells/TEACHER__SETTING.csv`, so an interrupted benchmark re-run skips the
+finished cells and ends with the same table as an uninterrupted one (runs are
+deterministic on CPU). The "students" setting runs one program per student configuration
+(different network shapes) and merges them: each seed's score is the mean over students.
+
+OUT_DIR/
+  suite.json        the resolved suite config; a re-run with a different one is refused
+  provenance.json   versions, git commit, device, seeds, wall time of every cell
+  cells/*.csv       finished cells
+  results.csv       every finished cell, in suite order (schema: RESULT_COLUMNS)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from acl.benchmark.challenges import ChallengeSpec, make_challenge
+from acl.config import ComponentConfig, ExperimentConfig, load_yaml, parse_config
+from acl.errors import ConfigError
+from acl.results import provenance
+from acl.train import Trainer, build_components
+
+RESULT_COLUMNS = (
+    "suite",
+    "env",
+    "teacher",
+    "challenge",
+    "expert",
+    "seed",
+    "env_steps",
+    "pct_mastered",
+    "mean_return",
+    "train_return",
+)
+"""One row per (teacher, challenge, expert, seed, evaluation)."""
+
+
+@dataclass(frozen=True)
+class SuiteConfig:
+    """A benchmark suite: what runs, and at which scale."""
+
+    suite: str
+    """Suite name, e.g. "quick"."""
+    base: ExperimentConfig
+    """Env, agent, loop, eval, seeds; its teacher is replaced by each of `teachers`."""
+    teachers: tuple[tuple[str, ComponentConfig], ...]
+    """(label, teacher config) pairs; the label names the teacher in tables."""
+    settings: tuple[ChallengeSpec, ...]
+    """Challenge settings, each run for every teacher."""
+    challenge_seed: int = 0
+    """Seeds the rugged permutation and the low expert's sub-space (shared by teachers)."""
+    forgetting_period: float = 0.35
+    """Fraction of the run between re-initialisations of the forgetting student
+    (TeachMyAgent: every 7M of 20M steps)."""
+    students: tuple[tuple[str, dict], ...] = ()
+    """(label, agent overrides) for the "students" setting."""
+
+    def to_dict(self) -> dict:
+        return {
+            "suite": self.suite,
+            "base": self.base.to_dict(),
+            "teachers": {label: {"name": c.name, **c.kwargs} for label, c in self.teachers},
+            "settings": [{"challenge": s.challenge, "expert": s.expert} for s in self.settings],
+            "challenge_seed": self.challenge_seed,
+            "forgetting_period": self.forgetting_period,
+            "students": {label: dict(kw) for label, kw in self.students},
+        }
+
+    def teacher_config(self, label: str) -> ExperimentConfig:
+        teacher = dict(self.teachers)[label]
+        return dataclasses.replace(self.base, name=f"{self.suite}_{label}", teacher=teacher)
+
+
+_SUITE_KEYS = {
+    "suite",
+    "base",
+    "teachers",
+    "settings",
+    "challenge_seed",
+    "forgetting_period",
+    "students",
+}
+
+
+def parse_suite(data: dict, num_seeds: int | None = None) -> SuiteConfig:
+    """A SuiteConfig from a plain dict (YAML contents); names and keys are checked."""
+    unknown = sorted(set(data) - _SUITE_KEYS)
+    if unknown:
+        raise ConfigError(f"unknown suite key(s) {unknown}; allowed: {sorted(_SUITE_KEYS)}")
+    for key in ("suite", "base", "teachers", "settings"):
+        if key not in data:
+            raise ConfigError(f"suite config needs {key!r}")
+    base = dict(data["base"])
+    base.setdefault("name", data["suite"])
+    if num_seeds is not None:
+        base["num_seeds"] = num_seeds
+    base_config = parse_config(base)
+    if not isinstance(data["teachers"], dict) or not data["teachers"]:
+        raise ConfigError("suite.teachers must map labels to teacher configs")
+    teachers = []
+    for label, kwargs in data["teachers"].items():
+        kwargs = dict(kwargs or {})
+        name = kwargs.pop("name", label)
+        teachers.append((str(label), ComponentConfig(name, kwargs)))
+    settings = []
+    for entry in data["settings"]:
+        entry = {"challenge": entry} if isinstance(entry, str) else dict(entry)
+        settings.append(ChallengeSpec(**entry))
+    if len({s.key for s in settings}) != len(settings):
+        raise ConfigError("suite.settings lists a setting twice")
+    students = tuple((str(k), dict(v or {})) for k, v in (data.get("students") or {}).items())
+    if any(s.challenge == "students" for s in settings) and len(students) < 2:
+        raise ConfigError("the students setting needs suite.students with >= 2 entries")
+    period = float(data.get("forgetting_period", 0.35))
+    if not 0.0 < period < 1.0:
+        raise ConfigError(f"suite.forgetting_period must be in (0, 1), got {period}")
+    suite = SuiteConfig(
+        suite=str(data["suite"]),
+        base=base_config,
+        teachers=tuple(teachers),
+        settings=tuple(settings),
+        challenge_seed=int(data.get("challenge_seed", 0)),
+        forgetting_period=period,
+        students=students,
+    )
+    # Every name and key is checked before anything compiles.
+    for label, _ in suite.teachers:
+        build_components(suite.teacher_config(label), challenged=True)
+    for _, overrides in suite.students:
+        build_components(_student_config(suite.base, overrides), challenged=True)
+    return suite
+
+
+def load_suite(path: str | Path, num_seeds: int | None = None) -> SuiteConfig:
+    return parse_suite(load_yaml(path), num_seeds)
+
+
+def _student_config(config: ExperimentConfig, overrides: dict) -> ExperimentConfig:
+    agent = dict(config.agent.kwargs)
+    name = overrides.get("name", config.agent.name)
+    agent.update({k: v for k, v in overrides.items() if k != "name"})
+    return dataclasses.replace(config, agent=ComponentConfig(name, agent))
+
+
+# -- running ------------------------------------------------------------------------------
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+class _Program:
+    """One teacher's compiled init and chunk, reused by every challenge of that teacher."""
+
+    def __init__(self, config: ExperimentConfig):
+        self.trainer = Trainer(config, challenged=True)
+        self.keys = self.trainer.seed_keys()
+        self._compiled = None
+        self.compile_seconds = 0.0
+
+    def run(self, spec: ChallengeSpec, challenge_seed: int, period: float, progress) -> list:
+        trainer = self.trainer
+        total_iterations = trainer.num_chunks * trainer.iterations_per_chunk
+        reset_every = max(1, round(period * total_iterations))
+        challenge = make_challenge(trainer.env, spec, challenge_seed, reset_every)
+        if self._compiled is None:
+            start = time.perf_counter()
+            init = trainer.jit_init_seeds().lower(self.keys, challenge).compile()
+            carry = init(self.keys, challenge)
+            chunk = trainer.jit_run_chunk_seeds().lower(carry).compile()
+            self._compiled = (init, chunk)
+            self.compile_seconds = time.perf_counter() - start
+        init, chunk = self._compiled
+        carry = init(self.keys, challenge)
+        chunks = []
+        for _ in range(trainer.num_chunks):
+            carry, metrics = chunk(carry)
+            metrics = jax.device_get(metrics)
+            if not np.all(np.isfinite(metrics.loss)):
+                raise FloatingPointError(f"non-finite loss in setting {spec.label}")
+            chunks.append(metrics)
+            progress.update(1)
+        return chunks
+
+
+def _rows(suite: SuiteConfig, label: str, spec: ChallengeSpec, chunks: list) -> pd.DataFrame:
+    seeds = [suite.base.seed + i for i in range(suite.base.num_seeds)]
+    rows = []
+    for metrics in chunks:
+        for i, seed in enumerate(seeds):
+            rows.append(
+                {
+                    "suite": suite.suite,
+                    "env": suite.base.env.name,
+                    "teacher": label,
+                    "challenge": spec.challenge,
+                    "expert": spec.expert,
+                    "seed": seed,
+                    "env_steps": int(metrics.env_steps[i]),
+                    "pct_mastered": float(metrics.eval_pct_mastered[i]),
+                    "mean_return": float(metrics.eval_mean_return[i]),
+                    "train_return": float(metrics.train_return[i]),
+                }
+            )
+    return pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
+
+
+def _merge_students(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    """Mean over students of each (seed, evaluation)."""
+    keys = [c for c in RESULT_COLUMNS if c not in ("pct_mastered", "mean_return", "train_return")]
+    merged = pd.concat(tables).groupby(keys, sort=False, as_index=False).mean()
+    return merged[list(RESULT_COLUMNS)]
+
+
+def cell_path(out: Path, label: str, spec: ChallengeSpec) -> Path:
+    return out / "cells" / f"{label}__{spec.key}.csv"
+
+
+def run_suite(
+    suite: SuiteConfig,
+    out: str | Path,
+    progress: bool = True,
+    stop_after: int | None = None,
+) -> pd.DataFrame:
+    """Run every unfinished cell of `suite` into `out`; return the tidy results table.
+
+    `stop_after`: stop once this many cells have been computed in this call (for tests and
+    for spreading a long suite over sessions); the table then holds the finished cells.
+    """
+    out = Path(out)
+    (out / "cells").mkdir(parents=True, exist_ok=True)
+    resolved = json.dumps(suite.to_dict(), indent=2, sort_keys=True, default=str)
+    suite_file = out / "suite.json"
+    if suite_file.exists() and suite_file.read_text() != resolved:
+        raise ConfigError(
+            f"{out} holds results of a different suite config (see its suite.json); "
+            "choose another --out or delete that directory"
+        )
+    _write_atomic(suite_file, resolved)
+    prov_file = out / "provenance.json"
+    prov = json.loads(prov_file.read_text()) if prov_file.exists() else {"cells": {}}
+    seeds = [suite.base.seed + i for i in range(suite.base.num_seeds)]
+    prov.update(provenance(seeds))
+    prov["suite"] = suite.suite
+
+    todo = [
+        (label, spec)
+        for label, _ in suite.teachers
+        for spec in suite.settings
+        if not cell_path(out, label, spec).exists()
+    ]
+    if stop_after is not None:
+        todo = todo[:stop_after]
+    chunks_per_cell = Trainer(suite.teacher_config(suite.teachers[0][0]), challenged=True)
+    chunks_per_cell = chunks_per_cell.num_chunks
+    total = sum(
+        chunks_per_cell * (len(suite.students) if spec.challenge == "students" else 1)
+        for _, spec in todo
+    )
+    bar = tqdm(total=total, desc=f"benchmark {suite.suite}", unit="eval", disable=not progress)
+    programs: dict[tuple[str, str], _Program] = {}
+
+    def program(label: str, student: tuple[str, dict] | None) -> _Program:
+        key = (label, student[0] if student else "")
+        if key not in programs:
+            config = suite.teacher_config(label)
+            if student is not None:
+                config = _student_config(config, student[1])
+            if any(held != label for held, _ in programs):
+                programs.clear()  # one teacher's programs at a time: keeps memory flat
+            programs[key] = _Program(config)
+        return programs[key]
+
+    for label, spec in todo:
+        bar.set_postfix(teacher=label, setting=spec.label)
+        start = time.perf_counter()
+        compile_seconds = 0.0
+        if spec.challenge == "students":
+            tables = []
+            for student in suite.students:
+                prog = program(label, student)
+                chunks = prog.run(spec, suite.challenge_seed, suite.forgetting_period, bar)
+                compile_seconds += prog.compile_seconds
+                tables.append(_rows(suite, label, spec, chunks))
+            table = _merge_students(tables)
+        else:
+            prog = program(label, None)
+            compiled_before = prog._compiled is not None
+            chunks = prog.run(spec, suite.challenge_seed, suite.forgetting_period, bar)
+            compile_seconds = 0.0 if compiled_before else prog.compile_seconds
+            table = _rows(suite, label, spec, chunks)
+        _write_atomic(cell_path(out, label, spec), table.to_csv(index=False))
+        prov["cells"][f"{label}__{spec.key}"] = {
+            "wall_seconds": round(time.perf_counter() - start, 2),
+            "compile_seconds": round(compile_seconds, 2),
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        _write_atomic(prov_file, json.dumps(prov, indent=2, default=str))
+        collect_results(suite, out)
+    bar.close()
+    _write_atomic(prov_file, json.dumps(prov, indent=2, default=str))
+    return collect_results(suite, out)
+
+
+def collect_results(suite: SuiteConfig, out: str | Path) -> pd.DataFrame:
+    """Every finished cell, in suite order, written to OUT/results.csv."""
+    out = Path(out)
+    tables = [
+        pd.read_csv(cell_path(out, label, spec))
+        for label, _ in suite.teachers
+        for spec in suite.settings
+        if cell_path(out, label, spec).exists()
+    ]
+    table = (
+        pd.concat(tables, ignore_index=True)
+        if tables
+        else pd.DataFrame(columns=list(RESULT_COLUMNS))
+    )
+    _write_atomic(out / "results.csv", table.to_csv(index=False))
+    return table
+
+
+def is_complete(suite: SuiteConfig, out: str | Path) -> bool:
+    return all(
+        cell_path(Path(out), label, spec).exists()
+        for label, _ in suite.teachers
+        for spec in suite.settings
+    )
+
+
+__all__: list[Any] = [
+    "RESULT_COLUMNS",
+    "SuiteConfig",
+    "parse_suite",
+    "load_suite",
+    "run_suite",
+    "collect_results",
+    "is_complete",
+]

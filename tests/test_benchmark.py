@@ -1,0 +1,168 @@
+"""The benchmark runner: tidy table, resume after an interruption, students, errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from acl.benchmark import runner
+from acl.benchmark.runner import (
+    RESULT_COLUMNS,
+    _merge_students,
+    is_complete,
+    parse_suite,
+    run_suite,
+)
+from acl.errors import ConfigError
+from tests.conftest import TINY
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def tiny_suite(**changes) -> dict:
+    base = {k: (dict(v) if isinstance(v, dict) else v) for k, v in TINY.items()}
+    base.pop("teacher")
+    base.pop("name")
+    data = {
+        "suite": "tiny",
+        "base": base,
+        "teachers": {"random": {}, "fixed": {}},
+        "settings": ["default", "rugged", {"challenge": "unfeasible", "expert": "high"}],
+        "forgetting_period": 0.5,
+    }
+    data.update(changes)
+    return data
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    out = tmp_path_factory.mktemp("whole")
+    table = run_suite(parse_suite(tiny_suite()), out, progress=False)
+    return out, table
+
+
+def test_the_table_is_tidy_and_complete(uninterrupted):
+    out, table = uninterrupted
+    assert list(table.columns) == list(RESULT_COLUMNS)
+    # 2 teachers x 3 settings x 2 seeds x 3 evaluations.
+    assert len(table) == 2 * 3 * 2 * 3
+    runs = table.groupby(["teacher", "challenge", "expert", "seed"]).size()
+    assert len(runs) == 12 and (runs == 3).all()
+    assert set(table.expert) == {"none", "high"}
+    assert table.pct_mastered.between(0, 100).all()
+    pd.testing.assert_frame_equal(pd.read_csv(out / "results.csv"), table)
+    prov = json.loads((out / "provenance.json").read_text())
+    assert {"versions", "git_commit", "seeds", "cells"} <= set(prov)
+    assert prov["seeds"] == [0, 1] and len(prov["cells"]) == 6
+    assert json.loads((out / "suite.json").read_text())["suite"] == "tiny"
+    # Same challenge and seed, different teachers: different curricula, so different runs.
+    default = table[(table.challenge == "default") & (table.env_steps == table.env_steps.max())]
+    assert default.set_index(["teacher", "seed"]).train_return.nunique() > 1
+
+
+def test_an_interrupted_benchmark_resumes_without_recomputing_finished_cells(
+    uninterrupted, tmp_path, monkeypatch
+):
+    suite = parse_suite(tiny_suite())
+    real_run = runner._Program.run
+    calls = []
+
+    def killed_in_second_cell(self, spec, *args):
+        calls.append(spec.key)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the process dies in the middle of cell 2
+        return real_run(self, spec, *args)
+
+    monkeypatch.setattr(runner._Program, "run", killed_in_second_cell)
+    with pytest.raises(KeyboardInterrupt):
+        run_suite(suite, tmp_path, progress=False)
+    cells = sorted(p.name for p in (tmp_path / "cells").iterdir())
+    assert cells == ["random__default.csv"], "only the finished cell is on disk"
+    first = (tmp_path / "cells" / "random__default.csv").stat().st_mtime_ns
+
+    calls.clear()
+
+    def counting(self, spec, *args):
+        calls.append((self.trainer.config.teacher.name, spec.key))
+        return real_run(self, spec, *args)
+
+    monkeypatch.setattr(runner._Program, "run", counting)
+    table = run_suite(suite, tmp_path, progress=False)
+    assert ("random", "default") not in calls and len(calls) == 5
+    assert (tmp_path / "cells" / "random__default.csv").stat().st_mtime_ns == first
+    assert is_complete(suite, tmp_path)
+    pd.testing.assert_frame_equal(table, uninterrupted[1])
+
+
+def test_a_results_directory_refuses_a_different_suite(uninterrupted):
+    out, _ = uninterrupted
+    changed = parse_suite(tiny_suite(teachers={"random": {}}))
+    with pytest.raises(ConfigError, match="different suite config"):
+        run_suite(changed, out, progress=False)
+
+
+def test_suite_config_errors_name_the_field():
+    with pytest.raises(ConfigError, match="unknown suite key"):
+        parse_suite(tiny_suite(extra=1))
+    with pytest.raises(ConfigError, match="did you mean"):
+        parse_suite(tiny_suite(teachers={"alp_gm": {}}))
+    with pytest.raises(ConfigError, match="challenge must be one of"):
+        parse_suite(tiny_suite(settings=["rugd"]))
+    with pytest.raises(ConfigError, match="twice"):
+        parse_suite(tiny_suite(settings=["default", "default"]))
+    with pytest.raises(ConfigError, match="students"):
+        parse_suite(tiny_suite(settings=["students"]))
+    with pytest.raises(ConfigError, match="forgetting_period"):
+        parse_suite(tiny_suite(forgetting_period=1.5))
+
+
+def test_students_scores_are_the_mean_over_students():
+    row = {c: 0 for c in RESULT_COLUMNS}
+    a = pd.DataFrame([{**row, "seed": s, "pct_mastered": 10.0 * s} for s in range(2)])
+    b = pd.DataFrame([{**row, "seed": s, "pct_mastered": 30.0 + s} for s in range(2)])
+    merged = _merge_students([a, b])
+    np.testing.assert_allclose(merged.pct_mastered, [15.0, 20.5])
+    assert len(merged) == 2
+
+
+def test_students_setting_runs_every_student(tmp_path):
+    data = tiny_suite(
+        teachers={"random": {}},
+        settings=["students", "forgetting"],
+        students={"small": {"hidden_sizes": [8]}, "wide": {"hidden_sizes": [32]}},
+    )
+    table = run_suite(parse_suite(data), tmp_path, progress=False)
+    assert set(table.challenge) == {"students", "forgetting"}
+    assert len(table[table.challenge == "students"]) == 2 * 3
+
+
+def test_cli_resumes_and_writes_the_report(tmp_path):
+    config = tmp_path / "suite.yaml"
+    config.write_text(yaml.safe_dump(tiny_suite(teachers={"random": {}})))
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "experiments.benchmark", "--config", str(config)]
+    command += ["--out", str(out), "--no-progress"]
+    first = subprocess.run(
+        command + ["--stop-after", "1"], capture_output=True, text=True, cwd=ROOT, timeout=600
+    )
+    assert first.returncode == 0, first.stderr
+    assert "re-run the same command to resume" in first.stdout
+    second = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert second.returncode == 0, second.stderr
+    assert "random" in second.stdout and (out / "report" / "summary.md").exists()
+    assert (out / "report" / "curves.png").stat().st_size > 0
+    bad = subprocess.run(
+        [sys.executable, "-m", "experiments.benchmark", "--config", str(tmp_path / "none.yaml")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert bad.returncode == 2 and "error" in bad.stderr
