@@ -43,7 +43,7 @@ SUMMARY_KEYS = (
     "compile_seconds",
     "env_steps_per_second",
 )
-PACKAGES = ("jax", "jaxlib", "flax", "optax", "gymnax", "chex", "numpy")
+PACKAGES = ("jax", "jaxlib", "flax", "optax", "gymnax", "chex", "numpy", "scipy", "rliable")
 
 
 def enable_compilation_cache() -> None:
