@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-slow bench toy-bandit lint setup clean
+.PHONY: run test test-slow bench toy-bandit benchmark-quick lint setup clean
 
 setup: $(STAMP)
 
@@ -32,6 +32,9 @@ bench: $(STAMP)
 
 toy-bandit: $(STAMP)
 	$(PY) -m experiments.toy_bandit --out runs/toy_bandit
+
+benchmark-quick: $(STAMP)
+	$(PY) -m experiments.benchmark --suite quick --out runs/benchmark_quick
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -97,8 +97,17 @@ def provenance(seeds: list[int]) -> dict:
         "device": [str(d) for d in jax.devices()],
         "platform": jax.default_backend(),
         "seeds": seeds,
-        "argv": sys.argv,
+        "argv": [_portable_path(sys.argv[0]), *sys.argv[1:]] if sys.argv else [],
     }
+
+
+def _portable_path(path: str) -> str:
+    """A script path relative to the repository (no machine paths in results)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        return str(Path(path).resolve().relative_to(root))
+    except ValueError:
+        return Path(path).name
 
 
 class RunDir:

@@ -631,6 +631,7 @@ def plot_curves(df: pd.DataFrame, baseline: str = "random"):
     """% mastered vs env steps, mean +- SE band over seeds: one panel per setting, one line per
     teacher. Returns the Figure."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import EngFormatter
 
     data = _with_setting(df)
     pairs = settings(data)
@@ -659,6 +660,7 @@ def plot_curves(df: pd.DataFrame, baseline: str = "random"):
             ax.fill_between(steps, mean - se, mean + se, color=colors[teacher], alpha=0.2)
         ax.set_title(setting_label(challenge, expert))
         ax.set_xlabel("env steps per seed")
+        ax.xaxis.set_major_formatter(EngFormatter(sep=""))  # 800k, not 800000
         ax.set_ylim(-2, 102)
         ax.grid(alpha=0.3)
     for ax in axes[:, 0]:
