@@ -41,23 +41,29 @@ def contains_cond(jaxpr) -> bool:
 # -- EM against sklearn from the same initialisation ------------------------------------
 
 
-def test_em_from_init_matches_sklearn():
+@pytest.mark.parametrize("tol", [0.0, None])
+def test_em_from_init_matches_sklearn(tol):
+    """tol 0: exactly em_iterations iterations; None: the teacher's em_tol, where sklearn
+    stops early too and after the same number of iterations."""
     rng = np.random.default_rng(0)
     centres = np.array([[0.2, 0.2, 0.0], [0.8, 0.3, 0.5], [0.4, 0.8, 0.1]])
     x = np.concatenate([rng.normal(c, 0.08, (80, 3)) for c in centres]).astype(np.float32)
     w0 = np.array([0.5, 0.3, 0.2])
     m0 = centres + rng.normal(0, 0.15, centres.shape)
     c0 = np.stack([np.eye(3) * 0.05] * 3)
-    iters, reg = ALPGMMTeacher(Box((0.0,), (1.0,))).em_iterations, 1e-3
+    teacher = ALPGMMTeacher(Box((0.0,), (1.0,)))
+    iters, reg = teacher.em_iterations, 1e-3
+    tol = teacher.em_tol if tol is None else tol
     # NaN garbage in masked rows must not matter.
     xg = np.concatenate([x, np.full((10, 3), np.nan, np.float32)])
     mask = np.r_[np.ones(len(x), bool), np.zeros(10, bool)]
-    w, m, c, ll = em_from_init(
+    w, m, c, ll, n_iter = em_from_init(
         jnp.asarray(xg),
         jnp.asarray(mask),
         *(jnp.asarray(a, jnp.float32) for a in (w0, m0, c0)),
         iters,
         reg,
+        tol,
     )
     ref = GaussianMixture(
         3,
@@ -66,7 +72,7 @@ def test_em_from_init_matches_sklearn():
         means_init=m0,
         precisions_init=np.linalg.inv(c0),
         max_iter=iters,
-        tol=0,
+        tol=tol,
         reg_covar=reg,
     )
     with warnings.catch_warnings():
@@ -77,6 +83,8 @@ def test_em_from_init_matches_sklearn():
     np.testing.assert_allclose(m, ref.means_, atol=1e-2)
     np.testing.assert_allclose(w, ref.weights_, atol=1e-2)
     assert float(ll) / len(x) == pytest.approx(ref.score(x), abs=1e-3)
+    assert int(n_iter) == ref.n_iter_
+    assert (int(n_iter) < iters) == (tol > 0)
 
 
 # -- ALP -------------------------------------------------------------------------------
@@ -178,6 +186,9 @@ def test_factory_presets_and_errors():
         make_alp_gmm(space, k_min=5, k_max=3)
     with pytest.raises(ConfigError, match="teacher.criterion"):
         make_alp_gmm(space, criterion="aik")
+    with pytest.raises(ConfigError, match="teacher.em_tol"):
+        make_alp_gmm(space, em_tol=-1e-3)
+    assert make_alp_gmm(space).em_tol == 1e-3 and "em_tol" in make_alp_gmm.config_keys
     with pytest.raises(ConfigError, match="teacher.bogus"):
         make_alp_gmm(space, bogus=1)
 

@@ -219,10 +219,9 @@ def test_challenges_can_also_be_batched_in_one_vmap():
     carry, metrics = trainer.jit_run_chunk_seeds(challenge_axis=0)(carry)
     assert metrics.eval_pct_mastered.shape == (3,)
     # Each run equals the same challenge run on its own.
+    init, run_chunk = trainer.jit_init_seeds(), trainer.jit_run_chunk_seeds()
     for i, ch in enumerate(chs):
-        alone, alone_metrics = trainer.jit_run_chunk_seeds()(
-            trainer.jit_init_seeds()(trainer.seed_keys(), ch)
-        )
+        _, alone_metrics = run_chunk(init(trainer.seed_keys(), ch))
         np.testing.assert_allclose(
             alone_metrics.train_return[0], metrics.train_return[i], rtol=1e-5
         )

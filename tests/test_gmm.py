@@ -12,7 +12,16 @@ from scipy import linalg as sla
 from scipy.stats import multivariate_normal
 from sklearn.mixture import GaussianMixture
 
-from acl.teachers.gmm import GMM, fit_gmms, gmm_log_prob, n_parameters, sample_gmm, select_best
+from acl.teachers.gmm import (
+    DEFAULT_TOL,
+    GMM,
+    em_from_init,
+    fit_gmms,
+    gmm_log_prob,
+    n_parameters,
+    sample_gmm,
+    select_best,
+)
 
 K_MIN, K_MAX, INITS, ITERS = 2, 6, 3, 100
 PER_BLOB, NUM_MASKED = 100, 60
@@ -83,9 +92,22 @@ def fits3():
     return x, fit(jnp.asarray(x), jnp.ones(len(x), bool), k_min=3, k_max=3)
 
 
+def sklearn_reference(k):
+    """sklearn with our stopping rule (tol, max_iter) and as many inits."""
+    return GaussianMixture(
+        k,
+        covariance_type="full",
+        reg_covar=1e-6,
+        n_init=INITS,
+        tol=DEFAULT_TOL,
+        max_iter=ITERS,
+        random_state=0,
+    )
+
+
 def test_matches_sklearn_2d(data2, fits2):
     w, m, c, ll = best_of_k(fits2, 3)
-    ref = GaussianMixture(3, covariance_type="full", reg_covar=1e-6, n_init=3, random_state=0)
+    ref = sklearn_reference(3)
     ref.fit(data2.astype(np.float64))
     assert ll / len(data2) == pytest.approx(ref.score(data2), abs=2e-3)
     # Our reported likelihood is that of our parameters, as sklearn computes it.
@@ -96,10 +118,123 @@ def test_matches_sklearn_2d(data2, fits2):
 def test_matches_sklearn_3d(fits3):
     x, fits = fits3
     w, m, c, ll = best_of_k(fits, 3, k_min=3)
-    ref = GaussianMixture(3, covariance_type="full", reg_covar=1e-6, n_init=3, random_state=0)
+    ref = sklearn_reference(3)
     ref.fit(x.astype(np.float64))
     assert ll / len(x) == pytest.approx(ref.score(x), abs=2e-3)
     assert_centres(m, CENTRES_3D)
+
+
+# -- early stopping ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("centres, seed", [(CENTRES_2D, 1), (CENTRES_3D, 2)])
+def test_early_stop_matches_running_to_the_cap(centres, seed):
+    # Well-separated blobs and the true k: EM converges in a few iterations, and stopping
+    # there gives what the full max_iter iterations give.
+    x = jnp.asarray(blobs(centres, seed))
+    mask = jnp.ones(len(x), bool)
+    stopped = fit_gmms(jax.random.key(0), x, mask, 3, 3, INITS, ITERS, 1e-6)
+    capped = fit_gmms(jax.random.key(0), x, mask, 3, 3, INITS, ITERS, 1e-6, tol=0.0)
+    assert (np.asarray(capped.n_iter) == ITERS).all()
+    assert (np.asarray(stopped.n_iter) < ITERS // 2).all(), stopped.n_iter
+    per_point = np.abs(np.asarray(stopped.log_likelihood - capped.log_likelihood)) / len(x)
+    assert per_point.max() < 1e-4
+    for a, b in zip(jax.tree.leaves(stopped), jax.tree.leaves(capped), strict=True):
+        if a.dtype != jnp.int32:
+            np.testing.assert_allclose(a, b, atol=1e-3, rtol=1e-3)
+
+
+@pytest.mark.parametrize("num_features", [2, 6, 10])
+def test_em_from_init_matches_sklearn_small_and_large_f(num_features):
+    # F <= 8 runs the unrolled E and M steps, F = 10 the einsum ones; each is sklearn's EM
+    # with the same stopping rule.
+    rng = np.random.default_rng(num_features)
+    centres = rng.uniform(-4, 4, (3, num_features))
+    x = np.concatenate([rng.normal(c, 0.5, (60, num_features)) for c in centres])
+    x = x.astype(np.float32)
+    m0 = centres + rng.normal(0, 0.5, centres.shape)
+    c0 = np.stack([np.eye(num_features)] * 3)
+    w0 = np.full(3, 1 / 3)
+    w, m, c, ll, n_iter = jax.jit(em_from_init)(
+        jnp.asarray(x),
+        jnp.ones(len(x), bool),
+        *(jnp.asarray(a, jnp.float32) for a in (w0, m0, c0)),
+        ITERS,
+        1e-3,
+        DEFAULT_TOL,
+    )
+    ref = GaussianMixture(
+        3,
+        covariance_type="full",
+        weights_init=w0,
+        means_init=m0,
+        precisions_init=np.linalg.inv(c0),
+        max_iter=ITERS,
+        tol=DEFAULT_TOL,
+        reg_covar=1e-3,
+    ).fit(x.astype(np.float64))
+    assert int(n_iter) == ref.n_iter_ < ITERS
+    np.testing.assert_allclose(m, ref.means_, atol=1e-3)
+    np.testing.assert_allclose(c, ref.covariances_, atol=1e-3)
+    assert float(ll) / len(x) == pytest.approx(ref.score(x), abs=1e-4)
+
+
+# Two inits of 3 components on the 2-D blobs: two means in one blob (EM slows down on a
+# plateau and stops after ~7 iterations, though the means still drift), and a line through
+# the middle (~25 iterations to the optimum).
+FAST_MEANS = np.array([[0.0, 0.0], [0.5, 0.5], [0.0, 6.0]])
+SLOW_MEANS = np.array([[-3.0, 3.0], [0.0, 3.0], [3.0, 3.0]])
+
+
+def em_inits(x):
+    cov = np.cov(np.asarray(x).T)
+    means = jnp.asarray(np.stack([FAST_MEANS, SLOW_MEANS]), jnp.float32)
+    weights = jnp.full((2, 3), 1 / 3, jnp.float32)
+    covs = jnp.asarray(np.broadcast_to(cov, (2, 3, 2, 2)), jnp.float32)
+    return weights, means, covs
+
+
+def test_converged_fit_is_frozen_while_another_continues(data2):
+    x, mask = jnp.asarray(data2), jnp.ones(len(data2), bool)
+    weights, means, covs = em_inits(x)
+    em = jax.jit(em_from_init)
+    batched = jax.jit(jax.vmap(em_from_init, in_axes=(None, None, 0, 0, 0, None, None, None)))
+    *params, ll, n_iter = batched(x, mask, weights, means, covs, ITERS, 1e-6, DEFAULT_TOL)
+    fast, slow = (int(n) for n in n_iter)
+    assert fast < 10 < slow < ITERS, (fast, slow)
+    for i in range(2):
+        # Each fit of the batch is what it is alone...
+        alone = em(x, mask, weights[i], means[i], covs[i], ITERS, 1e-6, DEFAULT_TOL)
+        assert int(alone[-1]) == int(n_iter[i])
+        for a, b in zip((*params, ll), alone[:-1], strict=True):
+            np.testing.assert_allclose(a[i], b, rtol=1e-5, atol=1e-5)
+    # ... so the fast one kept its parameters of iteration `fast` while the slow one ran on:
+    # exactly `fast` iterations of plain EM.
+    frozen = em(x, mask, weights[0], means[0], covs[0], fast, 1e-6, 0.0)
+    assert int(frozen[-1]) == fast
+    for a, b in zip((*params, ll), frozen[:-1], strict=True):
+        np.testing.assert_allclose(a[0], b, rtol=1e-5, atol=1e-5)
+    one_more = em(x, mask, weights[0], means[0], covs[0], fast + 1, 1e-6, 0.0)
+    assert np.abs(one_more[1] - frozen[1]).max() > 1e-3  # it had not stopped by itself
+
+
+def test_early_stop_under_vmap_over_seeds_and_jit(data2):
+    # Two "seeds" (data sets) x two inits: the loop runs until the slowest of the four has
+    # stopped; every fit equals its own unbatched run.
+    xs = jnp.asarray(np.stack([data2, data2[::-1] + 1.0]))
+    mask = jnp.ones(len(data2), bool)
+    weights, means, covs = em_inits(xs[0])
+    means = jnp.stack([means, means + 1.0])
+    over_inits = jax.vmap(em_from_init, in_axes=(None, None, 0, 0, 0, None, None, None))
+    over_seeds = jax.jit(jax.vmap(over_inits, in_axes=(0, None, None, 0, None, None, None, None)))
+    out = over_seeds(xs, mask, weights, means, covs, ITERS, 1e-6, DEFAULT_TOL)
+    n_iter = np.asarray(out[-1])
+    assert n_iter.min() < n_iter.max() < ITERS
+    for s, i in itertools.product(range(2), range(2)):
+        alone = em_from_init(xs[s], mask, weights[i], means[s, i], covs[i], ITERS, 1e-6)
+        assert int(alone[-1]) == n_iter[s, i]
+        for a, b in zip(out[:-1], alone[:-1], strict=True):
+            np.testing.assert_allclose(a[s, i], b, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("k", range(1, 7))
@@ -237,6 +372,23 @@ def test_sampling_follows_component_probs():
     assert abs((default[:, 0] > 0).mean() - 0.5) < 0.05 and (np.abs(default[:, 1]) < 1).all()
     forced = np.asarray(sample_gmm(key, gmm, 1000, component_probs=jnp.array([0.0, 0.0, 3.0])))
     np.testing.assert_allclose(forced.mean(0), [0.0, 50.0], atol=0.05)
+
+
+def test_sampling_never_draws_zero_probability_components():
+    # Zero probabilities first, in the middle and last; components 100 apart on the line.
+    probs = jnp.array([0.0, 0.2, 0.0, 0.5, 0.3, 0.0])
+    gmm = GMM(
+        weights=jnp.full((6,), 1 / 6),
+        means=jnp.arange(6, dtype=jnp.float32)[:, None] * 100.0,
+        covariances=jnp.full((6, 1, 1), 1e-4),
+    )
+    draws = np.asarray(sample_gmm(jax.random.key(3), gmm, 20000, component_probs=probs))
+    counts = np.bincount(np.rint(draws[:, 0] / 100).astype(int), minlength=6)
+    assert counts[[0, 2, 5]].sum() == 0
+    np.testing.assert_allclose(counts / len(draws), probs, atol=0.015)
+    # Unnormalised probabilities are normalised.
+    scaled = np.asarray(sample_gmm(jax.random.key(3), gmm, 20000, component_probs=probs * 7))
+    np.testing.assert_allclose(scaled, draws, rtol=1e-5, atol=1e-3)
 
 
 @pytest.mark.parametrize("num_features", [1, 2, 4, 7, 10])

@@ -24,8 +24,9 @@ Where this differs from the reference, and why:
   fits (fit_every ~ fit_rate / episodes per update).
 - A fit is kept only if new episodes arrived since the last one and it is finite, so an
   all-masked feedback batch leaves the state unchanged.
-- EM runs a fixed `em_iterations` (sklearn: up to 100 with tol 1e-3) from k-means++ means
-  (sklearn: Lloyd-refined k-means); see `acl.teachers.gmm`.
+- EM stops as sklearn's does (mean log-likelihood change < `em_tol`, at most
+  `em_iterations`), from k-means++ means (sklearn: Lloyd-refined k-means); all fits of a
+  fit run in one loop until the last has converged; see `acl.teachers.gmm`.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from acl.errors import ConfigError
 from acl.spaces import Box
 from acl.teachers.alp import Ring, empirical_alp, ring_init, ring_push
 from acl.teachers.base import TEACHERS, Feedback, default_info
-from acl.teachers.gmm import CRITERIA, GMM, fit_gmms, sample_gmm, select_best
+from acl.teachers.gmm import CRITERIA, DEFAULT_TOL, GMM, fit_gmms, sample_gmm, select_best
 
 DEFAULT_REG_COVAR = 1e-3
 """Default covariance floor, in normalised units (tasks in [0, 1], returns scaled to [0, 1]
@@ -111,6 +112,10 @@ class GMMTeacher(abc.ABC):
     num_inits: int = 1
     """EM restarts per k."""
     em_iterations: int = 100
+    """The most EM iterations per fit (sklearn's max_iter)."""
+    em_tol: float = DEFAULT_TOL
+    """EM stops when the mean log-likelihood per point changes by less (sklearn's tol);
+    0 runs em_iterations every fit."""
     criterion: str = "aic"
     """Model selection: "aic", "bic" or "aicc"."""
     scale_returns: bool = False
@@ -149,6 +154,7 @@ class GMMTeacher(abc.ABC):
             f"teacher.random_task_ratio must be in [0, 1], got {self.random_task_ratio}",
         )
         _check(float(self.reg_covar) > 0, f"teacher.reg_covar must be > 0, got {self.reg_covar}")
+        _check(float(self.em_tol) >= 0, f"teacher.em_tol must be >= 0, got {self.em_tol}")
         if self.return_bounds is not None:
             lo, hi = map(float, self.return_bounds)
             _check(lo < hi, f"teacher.return_bounds needs low < high, got {self.return_bounds}")
@@ -277,6 +283,7 @@ class GMMTeacher(abc.ABC):
             self.num_inits,
             self.em_iterations,
             state.params.reg_covar,
+            self.em_tol,
         )
         gmm = select_best(fits, self.criterion)
         finite = jnp.all(jnp.array([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(gmm)]))

@@ -9,6 +9,16 @@ Init (per fit): k-means++ (D^2) seeding over the valid points gives the means, a
 start with the shared covariance of the valid data and uniform weights. This is sklearn's
 "k-means++" init without the Lloyd refinement; EM does the refinement, and several inits per k
 guard against a poor seed.
+
+EM stops as sklearn's does: after the iteration where the mean log-likelihood per valid point
+changed by less than `tol` (default 1e-3), or after `max_iter` iterations. All fits share one
+`lax.while_loop` that runs until the last of them has stopped (under a vmap over seeds, the
+last of every seed's fits); a stopped fit is frozen, so each returns what it would alone.
+
+Speed on XLA's CPU backend (these fits dominate the GMM teachers' cost): per-component arrays
+are laid out [K, points] so reductions run over the minor axis, small-F linear algebra is
+unrolled into elementwise ops, and the fits form one flat vmap (a size-1 axis, e.g. one init
+per k, made the fused loop body several times slower).
 """
 
 from __future__ import annotations
@@ -21,6 +31,9 @@ import jax.numpy as jnp
 from flax import struct
 
 CRITERIA = ("aic", "bic", "aicc")
+DEFAULT_TOL = 1e-3
+"""sklearn's GaussianMixture tol: EM stops when the mean log-likelihood per point changes
+by less."""
 
 
 @struct.dataclass
@@ -43,6 +56,7 @@ class GMMFits:
     aic: jax.Array  # [K_count, I]
     bic: jax.Array  # [K_count, I]
     aicc: jax.Array  # [K_count, I]
+    n_iter: jax.Array  # [K_count, I] int32, EM iterations run
 
 
 def n_parameters(k, num_features: int):
@@ -105,23 +119,31 @@ def _component_log_pdf(x: jax.Array, means: jax.Array, covariances: jax.Array) -
       means: [K, F]
       covariances: [K, F, F]
     Returns:
-      [N, K]
+      [K, N] (components first: EM reduces over points, the minor axis, which XLA's CPU
+      backend does far faster than over a minor axis of K)
     """
     num_features = x.shape[-1]
     chol, prec_chol = cholesky_with_inverse(covariances)  # [K, F, F] each; prec_chol = L^-1
-    # sklearn's form: the Cholesky factor of the precision, L^-1 (an F x F triangular solve per
-    # component), then one matmul for all points. Solving against the [F, N] residuals instead
-    # is a batched triangular solve that XLA's CPU backend runs ~4x slower for small F. As in
-    # sklearn, L^-1 x - L^-1 mu (not L^-1 (x - mu)): half the work, and the float32 rounding
-    # (~1e-7 |x| / sigma) is negligible on normalised data.
-    sol = (
-        jnp.einsum("kfg,ng->knf", prec_chol, x)
-        - jnp.einsum("kfg,kg->kf", prec_chol, means)[:, None, :]
-    )
-    maha = jnp.sum(sol**2, axis=-1)  # [K, N]
+    # sklearn's form: the Cholesky factor of the precision L^-1 (an F x F triangular solve per
+    # component), applied to the points. As in sklearn, L^-1 x - L^-1 mu (not L^-1 (x - mu)):
+    # half the work, and the float32 rounding (~1e-7 |x| / sigma) is negligible on normalised
+    # data.
+    prec_mean = jnp.einsum("kfg,kg->kf", prec_chol, means)  # [K, F]
+    if num_features > _UNROLL_MAX_FEATURES:
+        sol = jnp.einsum("kfg,ng->kfn", prec_chol, x) - prec_mean[:, :, None]
+        maha = jnp.sum(sol**2, axis=1)  # [K, N]
+    else:
+        # Small F: the triangular product as F (F + 1) / 2 multiply-adds over [K, N], one
+        # fused loop; the previous [K, N, F] einsum made the E-step ~3x slower for F = 3.
+        xt = x.T  # [F, N]
+        maha = jnp.zeros((means.shape[0], x.shape[0]), x.dtype)
+        for i in range(num_features):
+            row = -prec_mean[:, i, None]
+            for j in range(i + 1):
+                row = row + prec_chol[:, i, j, None] * xt[None, j, :]
+            maha = maha + row * row
     log_det = jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)  # [K] (half)
-    log_pdf = -0.5 * (num_features * math.log(2.0 * math.pi) + maha) - log_det[:, None]
-    return log_pdf.T
+    return -0.5 * (num_features * math.log(2.0 * math.pi) + maha) - log_det[:, None]
 
 
 def _log_joint(x: jax.Array, weights: jax.Array, means, covariances, active) -> jax.Array:
@@ -130,12 +152,12 @@ def _log_joint(x: jax.Array, weights: jax.Array, means, covariances, active) -> 
     Args:
       x: [N, F]; weights: [K]; means: [K, F]; covariances: [K, F, F]; active: [K] bool.
     Returns:
-      [N, K]
+      [K, N]
     """
     log_pdf = _component_log_pdf(x, means, covariances)
     # `where`, not arithmetic, so a NaN in an unused component cannot leak into the sum.
     safe_log_w = jnp.log(jnp.where(active, weights, 1.0))
-    return jnp.where(active[None, :], log_pdf + safe_log_w[None, :], -jnp.inf)
+    return jnp.where(active[:, None], log_pdf + safe_log_w[:, None], -jnp.inf)
 
 
 def gmm_log_prob(gmm: GMM, x: jax.Array) -> jax.Array:
@@ -148,7 +170,28 @@ def gmm_log_prob(gmm: GMM, x: jax.Array) -> jax.Array:
       [N]
     """
     log_joint = _log_joint(x, gmm.weights, gmm.means, gmm.covariances, gmm.weights > 0)
-    return jax.nn.logsumexp(log_joint, axis=-1)
+    return jax.nn.logsumexp(log_joint, axis=0)
+
+
+def _draw_index(key: jax.Array, probs: jax.Array, shape: tuple[int, ...] = ()) -> jax.Array:
+    """Indices drawn with probability proportional to probs, by inverse CDF.
+
+    One uniform per draw: `jax.random.categorical` draws a Gumbel per index and per draw,
+    which cost more than everything else around it on CPU. Index j is drawn when u falls in
+    [cdf_{j-1}, cdf_j), so never one of probability 0, except through rounding at the top:
+    clamp to the last positive index.
+
+    Args:
+      key: PRNG key; probs: [K] >= 0, need not be normalised (all 0: the last index).
+      shape: the shape of the draws (static).
+    Returns:
+      int32 indices, `shape`.
+    """
+    cdf = jnp.cumsum(probs)
+    u = jax.random.uniform(key, shape, dtype=cdf.dtype) * cdf[-1]
+    index = jnp.sum(u[..., None] >= cdf[:-1], axis=-1)
+    last_positive = probs.shape[0] - 1 - jnp.argmax(probs[::-1] > 0)
+    return jnp.minimum(index, last_positive).astype(jnp.int32)
 
 
 def sample_gmm(
@@ -166,12 +209,13 @@ def sample_gmm(
     """
     probs = gmm.weights if component_probs is None else component_probs
     comp_key, noise_key = jax.random.split(key)
-    logits = jnp.log(jnp.where(probs > 0, probs, 1.0))
-    logits = jnp.where(probs > 0, logits, -jnp.inf)
-    comps = jax.random.categorical(comp_key, logits, shape=(n,))  # [n]
+    comps = _draw_index(comp_key, jnp.where(probs > 0, probs, 0.0), (n,))  # [n]
     chol, _ = cholesky_with_inverse(gmm.covariances)  # [K, F, F]
-    z = jax.random.normal(noise_key, (n, gmm.means.shape[-1]), dtype=gmm.means.dtype)
-    return gmm.means[comps] + jnp.einsum("nfg,ng->nf", chol[comps], z)
+    num_features = gmm.means.shape[-1]
+    z = jax.random.normal(noise_key, (n, num_features), dtype=gmm.means.dtype)
+    chol_n = chol[comps]  # [n, F, F]
+    # L z as F multiply-adds over [n, F] (a batched F x F matvec is a slow dot on CPU).
+    return gmm.means[comps] + sum(chol_n[:, :, g] * z[:, g, None] for g in range(num_features))
 
 
 def _kmeans_pp_means(key: jax.Array, x: jax.Array, mask: jax.Array, k_max: int) -> jax.Array:
@@ -182,43 +226,58 @@ def _kmeans_pp_means(key: jax.Array, x: jax.Array, mask: jax.Array, k_max: int) 
     Returns:
       [k_max, F]
     """
-    valid_logits = jnp.where(mask, 0.0, -jnp.inf)
+    uniform = mask.astype(x.dtype)
     keys = jax.random.split(key, k_max)
-    first = x[jax.random.categorical(keys[0], valid_logits)]
+    x_cols = x.T  # [F, P]
+
+    def d2_to(centre):
+        # Columnwise: reducing a short minor axis of [P, F] is slow on XLA's CPU backend.
+        return sum((x_cols[f] - centre[f]) ** 2 for f in range(x.shape[-1]))
+
+    first = x[_draw_index(keys[0], uniform)]
     centres = jnp.zeros((k_max, x.shape[-1]), x.dtype).at[0].set(first)
-    d2 = jnp.sum((x - first) ** 2, axis=-1)
+    d2 = d2_to(first)
 
     def body(j, carry):
         centres, d2 = carry
         w = jnp.where(mask, d2, 0.0)
         # All valid points on the chosen centres (duplicates): fall back to uniform.
-        logits = jnp.where(jnp.sum(w) > 0, jnp.log(w), valid_logits)
-        c = x[jax.random.categorical(keys[j], logits)]
-        d2 = jnp.minimum(d2, jnp.sum((x - c) ** 2, axis=-1))
+        c = x[_draw_index(keys[j], jnp.where(jnp.sum(w) > 0, w, uniform))]
+        d2 = jnp.minimum(d2, d2_to(c))
         return centres.at[j].set(c), d2
 
     centres, _ = jax.lax.fori_loop(1, k_max, body, (centres, d2))
     return centres
 
 
-def _m_step(x, mask, log_resp, active, reg_covar):
+def _m_step(x, resp, active, reg_covar):
     """Weights, means and covariances from responsibilities.
 
     Args:
-      x: [P, F]; mask: [P] bool; log_resp: [P, K]; active: [K] bool; reg_covar: scalar.
+      x: [P, F]; resp: [K, P], zero on masked points and inactive components; active: [K]
+      bool; reg_covar: scalar.
     Returns:
       weights [K], means [K, F], covariances [K, F, F]
     """
-    resp = jnp.exp(log_resp) * mask[:, None] * active[None, :]  # [P, K]
+    num_features = x.shape[-1]
     # Like sklearn: a tiny floor so an emptied component divides by > 0, not 0.
-    nk = jnp.sum(resp, axis=0) + 10 * jnp.finfo(x.dtype).eps  # [K]
+    nk = jnp.sum(resp, axis=1) + 10 * jnp.finfo(x.dtype).eps  # [K]
     weights = jnp.where(active, nk, 0.0)
     weights = weights / jnp.sum(weights)
-    means = (resp.T @ x) / nk[:, None]  # [K, F]
-    diff = x[:, None, :] - means[None, :, :]  # [P, K, F]
+    means = (resp @ x) / nk[:, None]  # [K, F]
     # Centred outer products, not E[xx^T] - mu mu^T, which cancels badly in float32.
-    cov = jnp.einsum("pk,pkf,pkg->kfg", resp, diff, diff) / nk[:, None, None]
-    cov = cov + reg_covar * jnp.eye(x.shape[-1], dtype=x.dtype)
+    diff = x.T[:, None, :] - means.T[:, :, None]  # [F, K, P]
+    if num_features > _UNROLL_MAX_FEATURES:
+        cov = jnp.einsum("kp,fkp,gkp->kfg", resp, diff, diff)
+    else:
+        # Small F: F (F + 1) / 2 weighted sums over the points (the minor axis), fused.
+        entries = [[None] * num_features for _ in range(num_features)]
+        for i in range(num_features):
+            weighted = resp * diff[i]
+            for j in range(i + 1):
+                entries[i][j] = entries[j][i] = jnp.sum(weighted * diff[j], axis=1)
+        cov = jnp.stack([jnp.stack(row, axis=-1) for row in entries], axis=-2)
+    cov = cov / nk[:, None, None] + reg_covar * jnp.eye(num_features, dtype=x.dtype)
     return weights, means, cov
 
 
@@ -228,53 +287,86 @@ def em_from_init(
     weights: jax.Array,
     means: jax.Array,
     covariances: jax.Array,
-    num_iterations: int,
+    max_iter,
     reg_covar,
+    tol=DEFAULT_TOL,
 ):
-    """`num_iterations` EM steps (E then M, no early stop) from a given mixture.
+    """EM (E then M) from a given mixture until the lower bound converges, as sklearn does.
+
+    Iteration n computes the mean log-likelihood per valid point of the current parameters
+    (sklearn's lower bound) in the E-step, then the M-step; EM stops after the iteration whose
+    bound changed by less than `tol` from the previous one, or after `max_iter` iterations, or
+    when the bound is not finite (NaN or -inf cannot recover). This equals sklearn's
+    `GaussianMixture(weights_init, means_init, precisions_init, max_iter=max_iter, tol=tol)`;
+    tol=0 runs exactly max_iter iterations.
+
+    Under `jax.vmap` (over inits, sizes or seeds) the loop runs until every fit in the batch
+    has stopped, and a stopped fit is frozen: each fit returns what it would return alone.
 
     Components with weight 0 are inactive and stay so (weight 0; their mean and covariance are
     whatever the M-step makes of zero responsibility, so pass a valid covariance for them).
-    This equals sklearn's `GaussianMixture(weights_init, means_init, precisions_init,
-    max_iter=num_iterations, tol=0)`.
 
     Args:
       points: [P, F]; rows where mask is False are ignored (they may hold NaN).
       mask: [P] bool.
       weights: [K]; means: [K, F]; covariances: [K, F, F] (the initial mixture).
-      num_iterations: number of EM iterations (static under jit).
+      max_iter: the most EM iterations (int, may be traced).
       reg_covar: added to every covariance diagonal in each M-step.
+      tol: convergence threshold on the change of the mean log-likelihood per valid point.
     Returns:
       weights [K], means [K, F], covariances [K, F, F], total log-likelihood [] of the
-      returned parameters over the valid points.
+      returned parameters over the valid points, and the number of iterations run [] (int32).
     """
     mask = mask.astype(bool)
     x = jnp.where(mask[:, None], points, 0.0)
     active = weights > 0
+    num_valid = jnp.maximum(jnp.sum(mask), 1).astype(x.dtype)
 
     def e_step(params):
-        log_joint = _log_joint(x, *params, active)  # [P, K]
-        log_norm = jax.nn.logsumexp(log_joint, axis=-1)  # [P]
+        """Responsibilities [K, P] (zero on masked points) and the total log-likelihood."""
+        log_joint = _log_joint(x, *params, active)  # [K, P], -inf on inactive components
+        top = jnp.max(log_joint, axis=0)  # [P]
+        # One exp serves both the log-likelihood and the responsibilities.
+        joint = jnp.exp(log_joint - top[None, :])
+        total = jnp.sum(joint, axis=0)  # [P]
+        log_norm = top + jnp.log(total)
         ll = jnp.sum(jnp.where(mask, log_norm, 0.0))
-        return log_joint - log_norm[:, None], ll
+        return joint * (mask / total)[None, :], ll
 
-    def step(params, _):
-        log_resp, _ = e_step(params)
-        return _m_step(x, mask, log_resp, active, reg_covar), None
+    def running(carry):
+        _, _, n_iter, done = carry
+        return (n_iter < max_iter) & ~done
 
-    params, _ = jax.lax.scan(step, (weights, means, covariances), None, length=num_iterations)
+    def step(carry):
+        params, prev_bound, n_iter, _ = carry
+        resp, ll = e_step(params)
+        bound = ll / num_valid
+        # sklearn's test (on the bound before this M-step); the first change is +inf.
+        done = (jnp.abs(bound - prev_bound) < tol) | ~jnp.isfinite(bound)
+        return _m_step(x, resp, active, reg_covar), bound, n_iter + 1, done
+
+    init = (
+        (weights, means, covariances),
+        jnp.asarray(-jnp.inf, x.dtype),
+        jnp.zeros((), jnp.int32),
+        jnp.zeros((), bool),
+    )
+    # A per-fit loop: vmap's batching rule for while_loop runs it until no element is
+    # `running` and keeps each stopped element's carry unchanged (the freeze).
+    params, _, n_iter, _ = jax.lax.while_loop(running, step, init)
     # Likelihood of the returned parameters, so the criteria score exactly what is returned.
     _, ll = e_step(params)
-    return (*params, ll)
+    return (*params, ll, n_iter)
 
 
-def _fit_one(key, k, x, mask, data_cov, k_max: int, num_iterations: int, reg_covar):
+def _fit_one(key, k, x, mask, data_cov, k_max: int, max_iter: int, reg_covar, tol):
     """EM for one k and one init (k-means++ means, data covariance, uniform weights).
 
     Args:
       key: PRNG key; k: scalar int (traced); x: [P, F]; mask: [P] bool; data_cov: [F, F].
     Returns:
-      weights [k_max], means [k_max, F], covariances [k_max, F, F], total log-likelihood []
+      weights [k_max], means [k_max, F], covariances [k_max, F, F], total log-likelihood [],
+      iterations run []
     """
     active = jnp.arange(k_max) < k
     means = _kmeans_pp_means(key, x, mask, k_max)
@@ -282,10 +374,10 @@ def _fit_one(key, k, x, mask, data_cov, k_max: int, num_iterations: int, reg_cov
     eye = jnp.eye(x.shape[-1], dtype=x.dtype)
     covs = jnp.where(active[:, None, None], data_cov[None], reg_covar * eye[None])
     weights = jnp.where(active, 1.0, 0.0) / k
-    return em_from_init(x, mask, weights, means, covs, num_iterations, reg_covar)
+    return em_from_init(x, mask, weights, means, covs, max_iter, reg_covar, tol)
 
 
-@functools.partial(jax.jit, static_argnames=("k_min", "k_max", "num_inits", "num_iterations"))
+@functools.partial(jax.jit, static_argnames=("k_min", "k_max", "num_inits"))
 def fit_gmms(
     key: jax.Array,
     points: jax.Array,
@@ -293,8 +385,9 @@ def fit_gmms(
     k_min: int,
     k_max: int,
     num_inits: int,
-    num_iterations: int,
+    max_iter: int,
     reg_covar: float = 1e-6,
+    tol: float = DEFAULT_TOL,
 ) -> GMMFits:
     """Full-covariance mixtures for every k in [k_min, k_max] and every init, batched.
 
@@ -304,8 +397,10 @@ def fit_gmms(
       mask: [P] bool, True for valid points.
       k_min, k_max: component-count range (static), 1 <= k_min <= k_max.
       num_inits: random inits per k (static).
-      num_iterations: EM iterations, fixed (static).
+      max_iter: the most EM iterations per fit, as sklearn's `max_iter`.
       reg_covar: added to every covariance diagonal, as sklearn's `reg_covar`.
+      tol: EM stops when the mean log-likelihood per valid point changes by less (sklearn's
+        `tol`); 0 runs max_iter iterations. See `em_from_init`.
     Returns:
       GMMFits with leading axes [K_count, I], K_count = k_max - k_min + 1, I = num_inits.
     """
@@ -328,10 +423,20 @@ def fit_gmms(
         mask=mask,
         data_cov=data_cov,
         k_max=k_max,
-        num_iterations=num_iterations,
+        max_iter=max_iter,
         reg_covar=reg_covar,
+        tol=tol,
     )
-    weights, means, covs, ll = jax.vmap(jax.vmap(fit, in_axes=(0, None)), in_axes=(0, 0))(keys, ks)
+    # One vmap over the flattened (k, init) grid, so one while_loop for the whole batch: it runs
+    # until every fit has stopped, stopped fits frozen (`em_from_init`). Flat, not nested:
+    # a size-1 init axis made XLA's CPU fusions of the loop body several times slower.
+    num_fits = (k_max - k_min + 1) * num_inits
+    flat_keys = keys.reshape(num_fits, *keys.shape[2:])
+    flat_ks = jnp.repeat(ks, num_inits)
+    out = jax.vmap(fit)(flat_keys, flat_ks)
+    weights, means, covs, ll, n_iter = (
+        a.reshape(ks.shape[0], num_inits, *a.shape[1:]) for a in out
+    )
 
     n_params = n_parameters(ks, num_features).astype(x.dtype)[:, None]  # [K_count, 1]
     aic = 2 * n_params - 2 * ll
@@ -350,6 +455,7 @@ def fit_gmms(
         aic=aic,
         bic=bic,
         aicc=aicc,
+        n_iter=n_iter,
     )
 
 
