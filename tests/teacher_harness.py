@@ -121,3 +121,13 @@ def check_teacher(make_teacher, rounds: int = 12, batch: int = 32, num_seeds: in
             assert_valid_tasks(seed_tasks, batch)
         feedback = jax.vmap(random_feedback)(sample_keys, tasks)
         states = vupdate(states, tasks, feedback, jnp.int32(i))
+
+
+def fit_once_without_random_tasks(teacher, tasks, returns):
+    """A GMM teacher (random-task ratio 0) after one update with `tasks` [N, D] and their
+    `returns` [N] that triggers a fit: (state, share of 4,000 samples with task[0] < 0.5)."""
+    params = teacher.default_params().replace(random_task_ratio=jnp.float32(0.0))
+    state = teacher.init(jax.random.PRNGKey(0), params)
+    state = jax.jit(teacher.update)(state, tasks, feedback(tasks, returns), jnp.int32(0))
+    _, samples, _ = teacher.sample(state, jax.random.PRNGKey(1), 4000)
+    return state, float((np.asarray(samples)[:, 0] < 0.5).mean())

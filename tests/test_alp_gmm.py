@@ -3,14 +3,11 @@ sampling where ALP is high, and the toy bandit against Random."""
 
 from __future__ import annotations
 
-import warnings
-
 import jax
 import jax.extend
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from sklearn.mixture import GaussianMixture
 
 from acl.benchmark.toy_bandit import run_toy_bandit
 from acl.errors import ConfigError
@@ -18,10 +15,11 @@ from acl.spaces import Box
 from acl.teachers import TEACHERS
 from acl.teachers.alp import MIN_POINTS, empirical_alp, ring_init, ring_push
 from acl.teachers.alp_gmm import ALPGMMTeacher, make_alp_gmm
-from acl.teachers.gmm import GMM, em_from_init, gmm_log_prob
+from acl.teachers.gmm import GMM, gmm_log_prob
 from acl.teachers.random import RandomTeacher
 from envs.toy_bandit import ToyBandit
-from tests.teacher_harness import check_teacher, feedback
+from tests.gmm_oracle import ours_from_init, sklearn_from_init
+from tests.teacher_harness import check_teacher, feedback, fit_once_without_random_tasks
 
 ALP = jax.jit(empirical_alp)
 SMALL = dict(fit_rate=64, fit_every=3, k_max=3, em_iterations=10)
@@ -57,27 +55,8 @@ def test_em_from_init_matches_sklearn(tol):
     # NaN garbage in masked rows must not matter.
     xg = np.concatenate([x, np.full((10, 3), np.nan, np.float32)])
     mask = np.r_[np.ones(len(x), bool), np.zeros(10, bool)]
-    w, m, c, ll, n_iter = em_from_init(
-        jnp.asarray(xg),
-        jnp.asarray(mask),
-        *(jnp.asarray(a, jnp.float32) for a in (w0, m0, c0)),
-        iters,
-        reg,
-        tol,
-    )
-    ref = GaussianMixture(
-        3,
-        covariance_type="full",
-        weights_init=w0,
-        means_init=m0,
-        precisions_init=np.linalg.inv(c0),
-        max_iter=iters,
-        tol=tol,
-        reg_covar=reg,
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ref.fit(x.astype(np.float64))
+    w, m, c, ll, n_iter = ours_from_init(xg, mask, w0, m0, c0, iters, reg, tol)
+    ref = sklearn_from_init(x, w0, m0, c0, iters, reg, tol)
     ours = np.asarray(gmm_log_prob(GMM(w, m, c), jnp.asarray(x)))
     np.testing.assert_allclose(ours, ref.score_samples(x), atol=1e-3)
     np.testing.assert_allclose(m, ref.means_, atol=1e-2)
@@ -249,13 +228,9 @@ def half_space_history(rng, n):
 def test_samples_concentrate_where_alp_is_high():
     n = 400
     teacher = make_alp_gmm(Box((0.0, 0.0), (1.0, 1.0)), fit_rate=n, fit_every=1, k_max=6)
-    params = teacher.default_params().replace(random_task_ratio=jnp.float32(0.0))
-    state = teacher.init(jax.random.PRNGKey(0), params)
     tasks, returns = half_space_history(np.random.default_rng(3), n)
-    state = jax.jit(teacher.update)(state, tasks, feedback(tasks, returns), jnp.int32(0))
+    state, left = fit_once_without_random_tasks(teacher, tasks, returns)
     assert bool(state.has_fit)
-    _, samples, _ = teacher.sample(state, jax.random.PRNGKey(1), 4000)
-    left = float((np.asarray(samples)[:, 0] < 0.5).mean())
     assert left > 0.85, left
     snap = teacher.snapshot(state)
     assert set(snap) >= {"weights", "means", "covariances", "alp", "active"}

@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from acl.benchmark.challenges import CHALLENGES
+from acl.benchmark.challenges import EXPERT_LEVELS as EXPERTS
 from acl.errors import ConfigError
 
 COLUMNS = (
@@ -46,9 +48,8 @@ COLUMNS = (
 )
 STRING_COLUMNS = ("suite", "env", "teacher", "challenge", "expert")
 RUN_KEYS = ["teacher", "challenge", "expert", "seed"]
-# Display order of settings; names outside these lists go last, alphabetically.
-CHALLENGES = ("default", "unfeasible", "trivial", "rugged", "forgetting", "students")
-EXPERTS = ("none", "low", "high")
+# Settings are displayed in the order of challenges.CHALLENGES and EXPERT_LEVELS; names
+# outside those lists go last, alphabetically.
 ALPHA = 0.05
 REPORT_FILES = (
     "summary.md",
@@ -193,6 +194,12 @@ def _with_setting(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def _rows_of(df: pd.DataFrame, teacher: str, challenge: str, expert: str) -> pd.DataFrame:
+    """The rows of one teacher in one setting."""
+    chosen = (df["teacher"] == teacher) & (df["challenge"] == challenge)
+    return df[chosen & (df["expert"] == expert)]
+
+
 def _check_baseline(df: pd.DataFrame, baseline: str) -> None:
     if baseline not in set(df["teacher"]):
         raise ConfigError(
@@ -253,18 +260,11 @@ def summary(df: pd.DataFrame, baseline: str = "random") -> pd.DataFrame:
     rows = []
     for teacher in teachers(final, baseline):
         for challenge, expert in settings(final):
-            cell = final[
-                (final["teacher"] == teacher)
-                & (final["challenge"] == challenge)
-                & (final["expert"] == expert)
-            ]
+            cell = _rows_of(final, teacher, challenge, expert)
             if cell.empty:
                 continue
-            base = final[
-                (final["teacher"] == baseline)
-                & (final["challenge"] == challenge)
-                & (final["expert"] == expert)
-            ]["pct_mastered"].to_numpy(np.float64)
+            base = _rows_of(final, baseline, challenge, expert)["pct_mastered"]
+            base = base.to_numpy(np.float64)
             scores = cell["pct_mastered"].to_numpy(np.float64)
             n = scores.size
             mean = float(scores.mean())
@@ -644,11 +644,7 @@ def plot_curves(df: pd.DataFrame, baseline: str = "random"):
     )
     for ax, (challenge, expert) in zip(axes.flat, pairs):
         for teacher in names:
-            runs = data[
-                (data["teacher"] == teacher)
-                & (data["challenge"] == challenge)
-                & (data["expert"] == expert)
-            ]
+            runs = _rows_of(data, teacher, challenge, expert)
             if runs.empty:
                 continue
             grouped = runs.groupby("env_steps")["pct_mastered"]

@@ -33,24 +33,14 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from acl.benchmark.challenges import ChallengeSpec, make_challenge
+from acl.benchmark.report import COLUMNS
 from acl.config import ComponentConfig, ExperimentConfig, load_yaml, parse_config
 from acl.errors import ConfigError
 from acl.results import provenance
 from acl.train import Trainer, build_components
 
-RESULT_COLUMNS = (
-    "suite",
-    "env",
-    "teacher",
-    "challenge",
-    "expert",
-    "seed",
-    "env_steps",
-    "pct_mastered",
-    "mean_return",
-    "train_return",
-)
-"""One row per (teacher, challenge, expert, seed, evaluation)."""
+RESULT_COLUMNS = COLUMNS
+"""One row per (teacher, challenge, expert, seed, evaluation): the schema the report reads."""
 
 
 @dataclass(frozen=True)
@@ -176,20 +166,24 @@ class _Program:
         self.trainer = Trainer(config, challenged=True)
         self.keys = self.trainer.seed_keys()
         self._compiled = None
-        self.compile_seconds = 0.0
 
-    def run(self, spec: ChallengeSpec, challenge_seed: int, period: float, progress) -> list:
+    def run(
+        self, spec: ChallengeSpec, challenge_seed: int, period: float, progress
+    ) -> tuple[list, float]:
+        """All chunks of one setting; returns (per-chunk metrics, compile seconds spent in
+        this call: 0 once the teacher's program is compiled)."""
         trainer = self.trainer
         total_iterations = trainer.num_chunks * trainer.iterations_per_chunk
         reset_every = max(1, round(period * total_iterations))
         challenge = make_challenge(trainer.env, spec, challenge_seed, reset_every)
+        compile_seconds = 0.0
         if self._compiled is None:
             start = time.perf_counter()
             init = trainer.jit_init_seeds().lower(self.keys, challenge).compile()
             carry = init(self.keys, challenge)
             chunk = trainer.jit_run_chunk_seeds().lower(carry).compile()
             self._compiled = (init, chunk)
-            self.compile_seconds = time.perf_counter() - start
+            compile_seconds = time.perf_counter() - start
         init, chunk = self._compiled
         carry = init(self.keys, challenge)
         chunks = []
@@ -200,7 +194,7 @@ class _Program:
                 raise FloatingPointError(f"non-finite loss in setting {spec.label}")
             chunks.append(metrics)
             progress.update(1)
-        return chunks
+        return chunks, compile_seconds
 
 
 def _rows(suite: SuiteConfig, label: str, spec: ChallengeSpec, chunks: list) -> pd.DataFrame:
@@ -295,20 +289,15 @@ def run_suite(
         bar.set_postfix(teacher=label, setting=spec.label)
         start = time.perf_counter()
         compile_seconds = 0.0
-        if spec.challenge == "students":
-            tables = []
-            for student in suite.students:
-                prog = program(label, student)
-                chunks = prog.run(spec, suite.challenge_seed, suite.forgetting_period, bar)
-                compile_seconds += prog.compile_seconds
-                tables.append(_rows(suite, label, spec, chunks))
-            table = _merge_students(tables)
-        else:
-            prog = program(label, None)
-            compiled_before = prog._compiled is not None
-            chunks = prog.run(spec, suite.challenge_seed, suite.forgetting_period, bar)
-            compile_seconds = 0.0 if compiled_before else prog.compile_seconds
-            table = _rows(suite, label, spec, chunks)
+        students = suite.students if spec.challenge == "students" else [None]
+        tables = []
+        for student in students:
+            chunks, seconds = program(label, student).run(
+                spec, suite.challenge_seed, suite.forgetting_period, bar
+            )
+            compile_seconds += seconds
+            tables.append(_rows(suite, label, spec, chunks))
+        table = _merge_students(tables) if spec.challenge == "students" else tables[0]
         _write_atomic(cell_path(out, label, spec), table.to_csv(index=False))
         prov["cells"][f"{label}__{spec.key}"] = {
             "wall_seconds": round(time.perf_counter() - start, 2),
