@@ -63,14 +63,22 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 from gymnax.environments import spaces
-from jax2d.engine import PhysicsEngine, get_pairwise_interaction_indices
+from jax2d.engine import get_pairwise_interaction_indices
 from jax2d.sim_state import SimParams, SimState
 
 from acl.spaces import Box
 from envs._checks import positive_int
 from envs.base import TaskEnv
 from envs.registry import ENVS
-from envs.walkers import SCALE, SceneLayout, WalkerBody, build_template, get_body
+from envs.walkers import (
+    JAX2D_BASE_FRICTION,
+    SCALE,
+    SceneLayout,
+    WalkerBody,
+    WalkerEngine,
+    build_template,
+    get_body,
+)
 
 FPS = 50
 TERRAIN_STEP = 14 / SCALE
@@ -224,21 +232,23 @@ class StumpTracks(TaskEnv):
         max_episode_steps: int | None = None,
         num_stump_slots: int = 8,
         solver_iterations: int = 5,
+        substeps: int = 1,
     ):
         self.body: WalkerBody = get_body(body)
         self.max_episode_steps = positive_int(max_episode_steps, "env.max_episode_steps") or 2000
         positive_int(num_stump_slots, "env.num_stump_slots", allow_none=False)
         positive_int(solver_iterations, "env.solver_iterations", allow_none=False)
+        self.substeps = positive_int(substeps, "env.substeps", allow_none=False)
         self.layout = SceneLayout(num_stump_slots=num_stump_slots, body=self.body)
         self.static_params = self.layout.static_params(solver_iterations)
         self.sim_params = SimParams(
-            dt=1.0 / FPS,
+            dt=1.0 / (FPS * self.substeps),
             clip_position=2.0 * TRACK_END,
-            base_motor_speed=1.0,
-            base_motor_power=1.0,
-            motor_decay_coefficient=2.0,
+            base_friction=JAX2D_BASE_FRICTION,
         )
-        self.engine = PhysicsEngine(self.static_params)
+        self.engine = WalkerEngine(self.static_params, self.layout)
+        speeds = [self.body.hip_speed, self.body.knee_speed] * self.body.num_legs
+        self._max_speed = np.asarray(speeds, np.float32)
         self._template = build_template(
             self.layout,
             self.static_params,
@@ -248,6 +258,10 @@ class StumpTracks(TaskEnv):
             friction=FRICTION,
             gravity=GRAVITY,
         )
+        joints = self._template.joint
+        assert [tuple(p) for p in zip(joints.a_index.tolist(), joints.b_index.tolist())] == list(
+            self.layout.joint_pairs
+        ), "jax2d joint order differs from SceneLayout.joint_pairs"
         self._contacts = self._contact_pairs()
         max_cost = self.body.num_motors * self.body.torque_penalty * 80.0 * self.max_episode_steps
         finish = SHAPING_PER_UNIT * (FINISH_X - START_X)
@@ -285,7 +299,7 @@ class StumpTracks(TaskEnv):
         hull = self.layout.hull
         hull_mass = 1.0 / sim.polygon.inverse_mass[hull]
         push = jax.random.uniform(push_key, (), minval=-INITIAL_PUSH, maxval=INITIAL_PUSH)
-        velocity = sim.polygon.velocity.at[hull, 0].set(push * self.sim_params.dt / hull_mass)
+        velocity = sim.polygon.velocity.at[hull, 0].set(push / FPS / hull_mass)
         sim = self._place_stumps(sim.replace(polygon=sim.polygon.replace(velocity=velocity)), track)
         state = StumpTracksState(
             sim=sim,
@@ -300,13 +314,18 @@ class StumpTracks(TaskEnv):
         """`action` [motors] in [-1, 1] (clipped): target joint speeds as a share of the max."""
         del key, params
         action = jnp.clip(jnp.asarray(action, jnp.float32), -1.0, 1.0)
-        motor_cost = self._motor_cost(state.sim, action)
-        thrusters = jnp.zeros(self.static_params.num_thrusters, jnp.float32)
-        sim, (rr, _, _) = self.engine.step(
-            state.sim, self.sim_params, jnp.concatenate([action, thrusters])
-        )
+        sim = state.sim
+        sim = sim.replace(joint=sim.joint.replace(motor_speed=self._max_speed * action))
+        # All-zero jax2d motor (and thruster) actions: WalkerEngine solves the motors.
+        off = jnp.zeros(self.static_params.num_joints + self.static_params.num_thrusters)
+
+        def substep(sim, _):
+            sim, (rr, _, _) = self.engine.step(sim, self.sim_params, off)
+            return sim, (rr.active, self._motor_cost(sim))
+
+        sim, (touching, motor_cost) = jax.lax.scan(substep, sim, None, length=self.substeps)
+        touching, motor_cost = touching.any(0), motor_cost.mean()
         sim = self._place_stumps(sim, state.track)
-        touching = rr.active
         hull_contact = jnp.any(touching & self._contacts.hull)
         leg_contact = jnp.any(touching[None, :] & self._contacts.lower, axis=1)
         shaping = self._shaping(sim)
@@ -337,13 +356,11 @@ class StumpTracks(TaskEnv):
             sim.polygon.rotation[hull]
         )
 
-    def _motor_cost(self, sim: SimState, action: jax.Array) -> jax.Array:
-        """Share of each motor's torque cap it applies this step (jax2d's motor law)."""
+    def _motor_cost(self, sim: SimState) -> jax.Array:
+        """Cost of the step just taken: each motor's impulse as a share of its cap."""
         joint = sim.joint
-        omega = sim.polygon.angular_velocity
-        error = omega[joint.b_index] - omega[joint.a_index] - joint.motor_speed * action
-        share = jnp.abs(jnp.tanh(error * self.sim_params.motor_decay_coefficient))
-        share = jnp.where(action != 0, share, 0.0)
+        cap = joint.motor_power * self.sim_params.dt
+        share = jnp.abs(joint.acc_r_impulse) / jnp.where(cap > 0, cap, 1.0)
         return self.body.torque_penalty * 80.0 * share.sum()
 
     def _place_stumps(self, sim: SimState, track: Track) -> SimState:

@@ -29,13 +29,17 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 import numpy as np
 from jax2d import engine as j2d_engine
+from jax2d.engine import PhysicsEngine
 from jax2d.scene import add_rectangle_to_scene, add_revolute_joint_to_scene
-from jax2d.sim_state import SimState, StaticSimParams
+from jax2d.sim_state import SimParams, SimState, StaticSimParams
 
 from acl.errors import ConfigError
 
 SCALE = 30.0
 """Pixels per world unit in TeachMyAgent; body sizes below are its pixels / SCALE."""
+
+JAX2D_BASE_FRICTION = 1.0
+"""SimParams.base_friction the scene is built for (see `build_template`)."""
 
 # jax2d collision modes: walker parts (0) touch only terrain (2), never each other,
 # like Box2D's category/mask bits in BipedalWalker.
@@ -67,6 +71,11 @@ class WalkerBody:
     """Hip anchors' height from the hull centre [units]."""
     hull_density: float = 5.0
     leg_density: float = 1.0
+    hull_friction: float = 0.1
+    """Box2D fixture friction of the hull (BipedalWalker's HULL_FD)."""
+    leg_friction: float = 0.2
+    """Box2D fixture friction of the legs: BipedalWalker's LEG_FD / LOWER_FD set none, so
+    Box2D's default 0.2."""
     hip_limits: tuple[float, float] = (-0.8, 1.1)
     knee_limits: tuple[float, float] = (-1.6, -0.1)
     hip_speed: float = 4.0
@@ -167,6 +176,15 @@ class SceneLayout:
         return self.num_static + 2 + 2 * leg
 
     @property
+    def joint_pairs(self) -> tuple[tuple[int, int], ...]:
+        """(a, b) polygon indices of each joint, in jax2d's joint order: per leg, hip
+        (hull, upper) then knee (upper, lower)."""
+        pairs = []
+        for i in range(self.body.num_legs):
+            pairs += [(self.hull, self.upper(i)), (self.upper(i), self.lower(i))]
+        return tuple(pairs)
+
+    @property
     def num_polygons(self) -> int:
         return self.num_static + self.body.num_parts
 
@@ -198,8 +216,16 @@ def build_template(
     gravity: float,
 ) -> SimState:
     """The scene at rest: ground, inactive stump slots, the walker standing at
-    `hull_position` with straight legs. Built once per env; resets only move it."""
+    `hull_position` with straight legs. Built once per env; resets only move it.
+
+    Friction: Box2D mixes two fixtures' frictions as sqrt(a * b), jax2d as base_friction
+    * sqrt(a^2 + b^2). So terrain gets friction 0 and each walker part its Box2D mix with
+    the terrain's `friction`, sqrt(friction * part friction), under JAX2D_BASE_FRICTION
+    = 1: legs on terrain sqrt(2.5 * 0.2) = 0.71 and the hull 0.5, as in BipedalWalker.
+    """
     body = layout.body
+    hull_mu = float(np.sqrt(friction * body.hull_friction)) / JAX2D_BASE_FRICTION
+    leg_mu = float(np.sqrt(friction * body.leg_friction)) / JAX2D_BASE_FRICTION
     sim = j2d_engine.create_empty_sim(static, add_floor=False, add_walls_and_ceiling=False)
     sim = sim.replace(gravity=jnp.array([0.0, -gravity], jnp.float32))
     x0, x1 = ground_span
@@ -209,7 +235,7 @@ def build_template(
         static,
         jnp.array([(x0 + x1) / 2, ground_top - depth / 2]),
         jnp.array([x1 - x0, depth]),
-        friction=friction,
+        friction=0.0,
         fixated=True,
     )
     for _ in range(layout.num_stump_slots):
@@ -218,7 +244,7 @@ def build_template(
             static,
             jnp.array([x0, ground_top]),
             jnp.array([0.5, 0.5]),
-            friction=friction,
+            friction=0.0,
             fixated=True,
         )
     hx, hy = hull_position
@@ -228,7 +254,7 @@ def build_template(
         jnp.array([hx, hy]),
         jnp.array(body.hull),
         density=body.hull_density,
-        friction=0.1,
+        friction=hull_mu,
     )
     for leg in body.legs:
         hip = (hx + leg.hip_x, hy + body.hip_y)
@@ -240,7 +266,7 @@ def build_template(
             jnp.array([hip[0], hip[1] - uh / 2]),
             jnp.array([uw, uh]),
             density=body.leg_density,
-            friction=friction,
+            friction=leg_mu,
         )
         sim, _ = add_rectangle_to_scene(
             sim,
@@ -248,7 +274,7 @@ def build_template(
             jnp.array([hip[0], hip[1] - uh - lh / 2]),
             jnp.array([lw, lh]),
             density=body.leg_density,
-            friction=friction,
+            friction=leg_mu,
         )
     for i, leg in enumerate(body.legs):
         uh, lh = leg.upper[1], leg.lower[1]
@@ -260,8 +286,8 @@ def build_template(
             jnp.array([leg.hip_x, body.hip_y]),
             jnp.array([0.0, uh / 2]),
             motor_on=True,
-            motor_speed=body.hip_speed,
-            motor_power=1.0,
+            motor_speed=0.0,
+            motor_power=body.motor_torque,
             has_joint_limits=True,
             min_rotation=body.hip_limits[0],
             max_rotation=body.hip_limits[1],
@@ -274,8 +300,8 @@ def build_template(
             jnp.array([0.0, -uh / 2]),
             jnp.array([0.0, lh / 2]),
             motor_on=True,
-            motor_speed=body.knee_speed,
-            motor_power=1.0,
+            motor_speed=0.0,
+            motor_power=body.motor_torque,
             has_joint_limits=True,
             min_rotation=body.knee_limits[0],
             max_rotation=body.knee_limits[1],
@@ -287,20 +313,56 @@ def build_template(
     sim = sim.replace(
         polygon=sim.polygon.replace(collision_mode=jnp.asarray(modes), active=jnp.asarray(active))
     )
-    return motor_power_for_torque(layout, sim)
+    return sim
 
 
-def motor_power_for_torque(layout: SceneLayout, sim: SimState) -> SimState:
-    """Set each joint's jax2d motor power so its largest torque is `body.motor_torque`.
+class WalkerEngine(PhysicsEngine):
+    """jax2d's engine with Box2D's revolute motor: a velocity constraint in the solver.
 
-    jax2d applies, per step, an angular impulse of base_motor_power * motor_power * dt *
-    axial_mass * tanh(decay * speed_error), axial_mass = 1 / (1/I_a + 1/I_b); the torque
-    is that over dt. With base_motor_power = 1 (set in SimParams by the env), motor_power
-    = motor_torque / axial_mass caps the torque at motor_torque, as Box2D's
-    maxMotorTorque does.
+    jax2d's own motor (`jax2d.joint.apply_motor`) is one explicit impulse per step,
+    before the solver, of size power * tanh(decay * speed error). On the walker's light
+    leg links (a knee's axial inertia is 0.015) a cap of 80 N m makes that a 1.6 N m s
+    kick, 107 rad/s of relative speed, so a motor overshoots its target speed ~100-fold
+    and chatters at full torque; weaker calibrations cannot carry the hull's weight
+    (measured: no decay / power pair kept the classic walker standing for 150 steps).
+    Box2D instead solves the motor in every velocity iteration with the joints and
+    contacts: impulse = -axial_mass * (w_b - w_a - target), its sum over the step clamped
+    to +-max_torque * dt, warm-started from the last step. That is what this engine does:
+    before jax2d's joint pass in each solver iteration, each motor in turn (Gauss-Seidel,
+    in joint order) applies that impulse. The accumulated impulse lives in
+    `joint.acc_r_impulse` (jax2d keeps it only for fixed joints and zeroes it for revolute
+    ones in each joint pass; we restore it after), so jax2d's warm start applies last
+    step's motor impulse at the start of the next, as Box2D's does.
+
+    Per joint, the scene stores `motor_speed` = this step's target speed [rad/s] (the env
+    sets it from the action before each step) and `motor_power` = the largest torque
+    [N m]. Pass zero motor actions to `step`, so jax2d's explicit motor stays off.
+    Relies on jax2d 1.0.2's solver layout (`j_fn` called once per solver iteration).
     """
-    inv_inertia = sim.polygon.inverse_inertia
-    a, b = sim.joint.a_index, sim.joint.b_index
-    axial_mass = 1.0 / (inv_inertia[a] + inv_inertia[b])
-    power = jnp.where(sim.joint.active, layout.body.motor_torque / axial_mass, 0.0)
-    return sim.replace(joint=sim.joint.replace(motor_power=power.astype(jnp.float32)))
+
+    def __init__(self, static_params: StaticSimParams, layout: SceneLayout):
+        super().__init__(static_params)
+        self.motor_pairs = layout.joint_pairs
+        resolve_joints = self.j_fn
+
+        def solve_joints(state: SimState, params: SimParams) -> SimState:
+            state, acc = self._solve_motors(state, params)
+            state = resolve_joints(state, params)
+            return state.replace(joint=state.joint.replace(acc_r_impulse=acc))
+
+        self.j_fn = solve_joints
+
+    def _solve_motors(self, state: SimState, params: SimParams):
+        joint, poly = state.joint, state.polygon
+        inv_inertia = poly.inverse_inertia
+        w = poly.angular_velocity
+        acc = joint.acc_r_impulse
+        for j, (a, b) in enumerate(self.motor_pairs):
+            ia, ib = inv_inertia[a], inv_inertia[b]
+            cap = joint.motor_power[j] * params.dt * joint.motor_on[j]
+            cdot = w[b] - w[a] - joint.motor_speed[j]
+            total = jnp.clip(acc[j] + cdot / (ia + ib), -cap, cap)
+            impulse = total - acc[j]
+            w = w.at[a].add(impulse * ia).at[b].add(-impulse * ib)
+            acc = acc.at[j].set(total)
+        return state.replace(polygon=poly.replace(angular_velocity=w)), acc

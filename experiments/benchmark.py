@@ -2,6 +2,8 @@
 
     python -m experiments.benchmark --suite quick          # classic envs, 2 CPU cores
     python -m experiments.benchmark --suite full           # published scale, for a GPU
+    python -m experiments.benchmark --suite stump_tracks   # TeachMyAgent's Stump Tracks, GPU
+    python -m experiments.benchmark --suite stump_tracks_quick   # its 2-CPU-core sketch
     python -m experiments.benchmark --config my_suite.yaml --out runs/mine [--seeds N]
 
 Writes OUT/results.csv (one row per teacher, challenge, expert, seed, evaluation), OUT/
@@ -21,6 +23,8 @@ from acl.errors import ConfigError
 SUITES = {
     "quick": "experiments/configs/benchmark_quick.yaml",
     "full": "experiments/configs/benchmark_full.yaml",
+    "stump_tracks": "experiments/configs/benchmark_stump_tracks.yaml",
+    "stump_tracks_quick": "experiments/configs/benchmark_stump_tracks_quick.yaml",
 }
 
 

@@ -61,7 +61,8 @@ class SuiteConfig:
     """Fraction of the run between re-initialisations of the forgetting student
     (TeachMyAgent: every 7M of 20M steps)."""
     students: tuple[tuple[str, dict], ...] = ()
-    """(label, agent overrides) for the "students" setting."""
+    """(label, agent overrides) for the "students" setting; an `env` mapping among the
+    overrides changes env kwargs instead (a different body, for Stump Tracks)."""
 
     def to_dict(self) -> dict:
         return {
@@ -146,8 +147,9 @@ def load_suite(path: str | Path, num_seeds: int | None = None) -> SuiteConfig:
 def _student_config(config: ExperimentConfig, overrides: dict) -> ExperimentConfig:
     agent = dict(config.agent.kwargs)
     name = overrides.get("name", config.agent.name)
-    agent.update({k: v for k, v in overrides.items() if k != "name"})
-    return dataclasses.replace(config, agent=ComponentConfig(name, agent))
+    agent.update({k: v for k, v in overrides.items() if k not in ("name", "env")})
+    env = ComponentConfig(config.env.name, {**config.env.kwargs, **overrides.get("env", {})})
+    return dataclasses.replace(config, agent=ComponentConfig(name, agent), env=env)
 
 
 # -- running ------------------------------------------------------------------------------
