@@ -111,6 +111,13 @@ INITIAL_PUSH = 5.0
 
 SUCCESS_THRESHOLD = 230.0
 
+SOLVER_ITERATIONS = 20
+"""jax2d velocity iterations per physics step (see the module docstring, Physics)."""
+JOINT_STIFFNESS = 1.0
+"""jax2d's joint impulse scale (its default 0.6 under-relaxes the joints)."""
+CONTACT_BAUMGARTE = 0.1
+"""jax2d's contact penetration correction (its default 0.2 makes feet bounce)."""
+
 
 @struct.dataclass
 class StumpTracksParams:
@@ -231,7 +238,7 @@ class StumpTracks(TaskEnv):
         body: str = "classic_bipedal",
         max_episode_steps: int | None = None,
         num_stump_slots: int = 8,
-        solver_iterations: int = 5,
+        solver_iterations: int = SOLVER_ITERATIONS,
         substeps: int = 1,
     ):
         self.body: WalkerBody = get_body(body)
@@ -245,6 +252,8 @@ class StumpTracks(TaskEnv):
             dt=1.0 / (FPS * self.substeps),
             clip_position=2.0 * TRACK_END,
             base_friction=JAX2D_BASE_FRICTION,
+            joint_stiffness=JOINT_STIFFNESS,
+            baumgarte_coefficient_collision=CONTACT_BAUMGARTE,
         )
         self.engine = WalkerEngine(self.static_params, self.layout)
         speeds = [self.body.hip_speed, self.body.knee_speed] * self.body.num_legs

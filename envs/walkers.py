@@ -177,8 +177,8 @@ class SceneLayout:
 
     @property
     def joint_pairs(self) -> tuple[tuple[int, int], ...]:
-        """(a, b) polygon indices of each joint, in jax2d's joint order: per leg, hip
-        (hull, upper) then knee (upper, lower)."""
+        """(a, b) polygon indices of each joint, in jax2d's joint order, which is the
+        action layout: per leg, the hip (hull, upper), then the knee (upper, lower)."""
         pairs = []
         for i in range(self.body.num_legs):
             pairs += [(self.hull, self.upper(i)), (self.upper(i), self.lower(i))]
@@ -276,35 +276,26 @@ def build_template(
             density=body.leg_density,
             friction=leg_mu,
         )
-    for i, leg in enumerate(body.legs):
+    for m in range(body.num_motors):  # per leg, hip then knee (SceneLayout.joint_pairs)
+        i, leg = m // 2, body.legs[m // 2]
         uh, lh = leg.upper[1], leg.lower[1]
+        if m % 2:
+            anchors = (jnp.array([0.0, -uh / 2]), jnp.array([0.0, lh / 2]))
+            parts, limits = (layout.upper(i), layout.lower(i)), body.knee_limits
+        else:
+            anchors = (jnp.array([leg.hip_x, body.hip_y]), jnp.array([0.0, uh / 2]))
+            parts, limits = (layout.hull, layout.upper(i)), body.hip_limits
         sim, _ = add_revolute_joint_to_scene(
             sim,
             static,
-            layout.hull,
-            layout.upper(i),
-            jnp.array([leg.hip_x, body.hip_y]),
-            jnp.array([0.0, uh / 2]),
+            *parts,
+            *anchors,
             motor_on=True,
             motor_speed=0.0,
             motor_power=body.motor_torque,
             has_joint_limits=True,
-            min_rotation=body.hip_limits[0],
-            max_rotation=body.hip_limits[1],
-        )
-        sim, _ = add_revolute_joint_to_scene(
-            sim,
-            static,
-            layout.upper(i),
-            layout.lower(i),
-            jnp.array([0.0, -uh / 2]),
-            jnp.array([0.0, lh / 2]),
-            motor_on=True,
-            motor_speed=0.0,
-            motor_power=body.motor_torque,
-            has_joint_limits=True,
-            min_rotation=body.knee_limits[0],
-            max_rotation=body.knee_limits[1],
+            min_rotation=limits[0],
+            max_rotation=limits[1],
         )
     modes = np.full(layout.num_polygons, WALKER_COLLISION_MODE)
     modes[: layout.num_static] = TERRAIN_COLLISION_MODE

@@ -2,8 +2,9 @@
 seeds and compare the training return early and late in the run.
 
     python -m experiments.stump_tracks_ppo                                   # GPU-sized
-    python -m experiments.stump_tracks_ppo \\
-        --config experiments/configs/stump_tracks_ppo_cpu.yaml --seeds 3 --budget-minutes 9
+    python -m experiments.stump_tracks_ppo --out runs/stump_tracks_ppo_cpu \\
+        --config experiments/configs/stump_tracks_ppo_cpu.yaml --seeds 3 \\
+        --total-env-steps 250000 --budget-minutes 8      # 2 CPU cores: ~9 minutes in all
     python -m experiments.stump_tracks_ppo --set agent.ent_coef=0.001 --total-env-steps 1e6
 
 The run uses the library's curriculum loop (`acl.train.Trainer`, Fixed teacher on the
@@ -439,9 +440,12 @@ def main(argv=None) -> int:
     from acl.errors import ConfigError
     from acl.results import enable_compilation_cache, format_table, mean_se, provenance
 
+    path = Path(args.config)
+    if not path.exists() and (ROOT / path).exists():
+        path = ROOT / path  # run from another directory
     try:
         config, per_call, calls = resolve_config(
-            args.config,
+            path,
             args.overrides,
             args.seeds,
             int(args.total_env_steps) if args.total_env_steps else None,

@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import serialization
 
 from acl.benchmark import runner
 from acl.benchmark.challenges import ChallengeSpec, challenge_bounds, make_challenge
@@ -185,11 +186,18 @@ def test_the_script_writes_its_outputs(tiny_run):
 
 def test_load_policy_round_trips_the_saved_checkpoint(tiny_run):
     env, agent, state = load_agent(tiny_run)
-    # The saved normaliser is the trained one, not a fresh one.
+    # What was saved comes back, leaf for leaf; the normaliser is the trained one.
+    raw = serialization.msgpack_restore((tiny_run / "policy.msgpack").read_bytes())
+    saved = jax.tree.leaves(raw["params"])
+    assert len(saved) == len(jax.tree.leaves(state.params))
+    for a, b in zip(saved, jax.tree.leaves(state.params)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(raw["obs_norm"]["mean"], state.obs_norm.mean)
     assert float(state.obs_norm.count) > 1.0
     policy = load_policy(tiny_run)
-    obs, _ = env.reset(jax.random.PRNGKey(1), env.default_params())
-    batch = jnp.stack([obs, obs * 0.5])
+    # Observation-shaped inputs (an env reset would cost a jax2d compile in this test).
+    batch = jax.random.normal(jax.random.PRNGKey(1), (2, env.obs_size))
+    obs = batch[0]
     action = jax.jit(policy)(batch, jax.random.PRNGKey(2))
     assert action.shape == (2, env.action_space().shape[0])
     mean, _, _ = agent.act(state, batch, agent.initial_carry(2), jax.random.PRNGKey(3), True)
