@@ -83,15 +83,20 @@ def git_commit() -> str:
         return "unknown"
 
 
-def provenance(seeds: list[int]) -> dict:
+def package_versions(packages) -> dict[str, str | None]:
+    """Installed version of each package, None where it is missing."""
     versions = {}
-    for pkg in PACKAGES:
+    for pkg in packages:
         try:
             versions[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
             versions[pkg] = None
+    return versions
+
+
+def provenance(seeds: list[int]) -> dict:
     return {
-        "versions": versions,
+        "versions": package_versions(PACKAGES),
         "python": platform.python_version(),
         "git_commit": git_commit(),
         "device": [str(d) for d in jax.devices()],

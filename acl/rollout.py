@@ -33,7 +33,7 @@ class Slots:
     """The agent's recurrent carry, [N, ...]."""
 
 
-def _select(mask: jax.Array, new: Any, old: Any) -> Any:
+def select_instances(mask: jax.Array, new: Any, old: Any) -> Any:
     """Per instance: `new` where mask [N] is true, else `old`."""
 
     def pick(a, b):
@@ -119,7 +119,7 @@ def collect(
             episode_length=episode_length,
             recurrent=recurrent,
         )
-        return _select(done, fresh, continuing), (transition, record)
+        return select_instances(done, fresh, continuing), (transition, record)
 
     xs = (jax.random.split(key, num_steps), next_tasks, next_train_on)
     slots, (transitions, records) = jax.lax.scan(step, slots, xs, length=num_steps)

@@ -285,10 +285,18 @@ class Trainer:
         }
         return SeedCarry(agent_state, teacher_state, slots, key, seed.challenge), stats
 
+    def run_iterations(self, carry: LoopCarry, count: int) -> tuple[LoopCarry, dict]:
+        """`count` loop iterations (rollout, teacher, agent update), no evaluation.
+
+        Returns the carry and per-iteration stats with a leading [count] axis."""
+        iterations = carry.iteration + jnp.arange(count, dtype=jnp.int32)
+        seed, stats = jax.lax.scan(self._iteration, carry.seed, iterations)
+        return LoopCarry(iteration=carry.iteration + count, seed=seed), stats
+
     def run_chunk(self, carry: LoopCarry) -> tuple[LoopCarry, ChunkMetrics]:
         """`iterations_per_chunk` iterations, then an evaluation on the test set."""
-        iterations = carry.iteration + jnp.arange(self.iterations_per_chunk, dtype=jnp.int32)
-        seed, stats = jax.lax.scan(self._iteration, carry.seed, iterations)
+        after, stats = self.run_iterations(carry, self.iterations_per_chunk)
+        seed = after.seed
         result = evaluate(
             self.env,
             self.agent,
@@ -297,7 +305,7 @@ class Trainer:
             self.eval_key,
             self.config.eval.episodes_per_task,
         )
-        iteration = carry.iteration + self.iterations_per_chunk
+        iteration = after.iteration
         episodes = stats["episodes"].sum()
         metrics = ChunkMetrics(
             env_steps=iteration * self.steps_per_iteration,
@@ -312,7 +320,7 @@ class Trainer:
             tasks=stats["tasks"].reshape(-1, stats["tasks"].shape[-1]),
             teacher_snapshot=self.teacher.snapshot(seed.teacher_state),
         )
-        return LoopCarry(iteration=iteration, seed=seed), metrics
+        return after, metrics
 
     def train(
         self, key: jax.Array, challenge: Challenge | None = None

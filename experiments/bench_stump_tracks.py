@@ -33,14 +33,14 @@ import statistics
 import sys
 import time
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from acl.results import provenance
+from acl.results import package_versions, provenance
+from acl.rollout import select_instances
 from envs.stump_tracks import StumpTracks
 
 TARGET_STEPS_PER_SECOND = 1_000_000
@@ -82,15 +82,6 @@ def spread_tasks(low: np.ndarray, high: np.ndarray, n: int) -> np.ndarray:
     return (low + unit * (high - low)).astype(np.float32)
 
 
-def _select(mask: jax.Array, new, old):
-    """Per instance: `new` where mask [N], else `old` (as acl.rollout)."""
-
-    def pick(a, b):
-        return jnp.where(mask.reshape(mask.shape + (1,) * (a.ndim - 1)), a, b)
-
-    return jax.tree.map(pick, new, old)
-
-
 def make_rollout(env, num_envs: int, steps: int):
     """(start, run): start(key) -> (state, obs); run(state, obs, key) -> totals of `steps`
     vmapped steps with random actions and auto-reset onto the same task."""
@@ -117,8 +108,8 @@ def make_rollout(env, num_envs: int, steps: int):
             )
             fresh_obs, fresh = jax.vmap(env.reset)(jax.random.split(k_reset, n), params)
             done = terminated | truncated
-            state = _select(done, fresh, next_state)
-            obs = _select(done, fresh_obs, next_obs)
+            state = select_instances(done, fresh, next_state)
+            obs = select_instances(done, fresh_obs, next_obs)
             checksum = checksum + reward.sum() + obs.sum()
             return (state, obs, episodes + done.sum(), checksum), None
 
@@ -269,16 +260,6 @@ def pick_device(choice: str):
     return jax.devices("cpu")[0]
 
 
-def versions() -> dict:
-    out = {}
-    for pkg in EXTRA_PACKAGES:
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            out[pkg] = None
-    return out
-
-
 def machine(device) -> dict:
     try:
         usable = len(os.sched_getaffinity(0))
@@ -420,7 +401,7 @@ def main(argv=None, make_env=make_stump_tracks) -> int:
         "provenance": {
             **provenance([]),
             "argv": ["python", "-m", "experiments.bench_stump_tracks", *argv],
-            "extra_versions": versions(),
+            "extra_versions": package_versions(EXTRA_PACKAGES),
         },
     }
     path = Path(args.out)

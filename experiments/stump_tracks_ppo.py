@@ -160,13 +160,9 @@ def make_block(trainer, updates: int):
 
     Returns carry -> (carry, stats) with stats leaves [S, updates]."""
     import jax
-    import jax.numpy as jnp
-
-    from acl.train import LoopCarry
 
     def block(carry):
-        iterations = carry.iteration + jnp.arange(updates, dtype=jnp.int32)
-        seed, stats = jax.lax.scan(trainer._iteration, carry.seed, iterations)
+        carry, stats = trainer.run_iterations(carry, updates)
         agent = stats["agent"]
         out = {
             "return_sum": stats["return_sum"],
@@ -177,28 +173,10 @@ def make_block(trainer, updates: int):
             "approx_kl": agent["approx_kl"],
             "value_loss": agent["value_loss"],
         }
-        return LoopCarry(iteration=carry.iteration + updates, seed=seed), out
+        return carry, out
 
     axes = trainer.carry_axes
     return jax.jit(jax.vmap(block, in_axes=(axes,), out_axes=(axes, 0)))
-
-
-def init_seeds(trainer):
-    """The seeds' LoopCarry, initialised one seed at a time and stacked.
-
-    Not `trainer.jit_init_seeds()`: on this jaxlib (0.10.2, CPU) the vmapped init of the
-    Stump Tracks loop can deadlock in the batched QR of the orthogonal initialiser (LAPACK
-    geqrf's ParallelBatchMap waits forever on the intra-op pool; seen with 64x64 layers
-    and 2 seeds). One seed per call gives unbatched QRs."""
-    import jax
-    import jax.numpy as jnp
-
-    from acl.train import LoopCarry
-
-    init = jax.jit(trainer.init)
-    carries = [init(key) for key in trainer.seed_keys()]
-    seeds = jax.tree.map(lambda *xs: jnp.stack(xs), *[c.seed for c in carries])
-    return LoopCarry(iteration=carries[0].iteration, seed=seeds)
 
 
 def final_evaluation(trainer, agent_state, episodes: int, seed: int = 0) -> np.ndarray:
@@ -268,7 +246,7 @@ def train(
 
     trainer = Trainer(config)
     start = time.perf_counter()
-    carry = init_seeds(trainer)
+    carry = trainer.jit_init_seeds()(trainer.seed_keys())
     block = make_block(trainer, updates_per_call).lower(carry).compile()
     compile_seconds = time.perf_counter() - start
 

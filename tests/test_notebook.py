@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
+
+from tests.notebooks import execute, stored_parameters_cell
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "benchmark_results.ipynb"
@@ -29,12 +29,7 @@ def _texts(nb) -> str:
 
 
 def test_notebook_is_stored_clean():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            assert cell.outputs == [] and cell.execution_count is None, cell.source[:60]
-    params = nb.cells[1]
-    assert "parameters" in params.metadata.get("tags", [])
+    params = stored_parameters_cell(NOTEBOOK)
     for name in ("RESULTS_DIR", "TEACHERS", "CHALLENGES", "EXPERTS", "SEEDS"):
         assert f"{name} = " in params.source
 
@@ -51,24 +46,7 @@ def test_notebook_is_stored_clean():
 def test_notebook_executes_on_fixture(monkeypatch, cwd, results_dir):
     monkeypatch.setenv("ACL_RESULTS_DIR", results_dir)
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    client = NotebookClient(
-        nb,
-        timeout=120,
-        kernel_name="python3",  # ipykernel's native kernel: the interpreter running pytest
-        resources={"metadata": {"path": str(cwd)}},  # the kernel's working directory
-    )
-    try:
-        client.execute()
-    except Exception as err:  # CellExecutionError carries the failing cell's traceback
-        pytest.fail(f"notebook failed:\n{err}")
-    errors = [
-        output
-        for cell in nb.cells
-        for output in cell.get("outputs", [])
-        if output.get("output_type") == "error"
-    ]
-    assert not errors
+    nb = execute(NOTEBOOK, cwd, timeout=120)
     shown = _texts(nb)
     for teacher in TEACHERS:
         assert teacher in shown

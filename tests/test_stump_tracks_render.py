@@ -11,7 +11,6 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
-import nbformat
 import numpy as np
 import pytest
 from PIL import Image
@@ -20,6 +19,7 @@ from envs import make_env
 from envs import stump_tracks_render as render
 from envs.stump_tracks import STUMP_WIDTH, TERRAIN_HEIGHT
 from envs.walkers import SCALE
+from tests.notebooks import execute, stored_parameters_cell
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "stump_tracks.ipynb"
@@ -209,30 +209,15 @@ def test_leg_colors_are_distinct():
 
 
 def test_notebook_is_stored_clean():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            assert cell.outputs == [] and cell.execution_count is None, cell.source[:60]
-    params = nb.cells[1]
-    assert "parameters" in params.metadata.get("tags", [])
+    params = stored_parameters_cell(NOTEBOOK)
     assert "ACL_NOTEBOOK_STEPS" in params.source
 
 
 @pytest.mark.parametrize("cwd", [ROOT / "notebooks"], ids=["notebooks-dir"])
 def test_notebook_executes(monkeypatch, cwd):
-    from nbclient import NotebookClient
-
     monkeypatch.setenv("ACL_NOTEBOOK_STEPS", "8")
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    client = NotebookClient(
-        nb, timeout=240, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
-    )
-    try:
-        client.execute()
-    except Exception as err:  # CellExecutionError carries the failing cell's traceback
-        pytest.fail(f"notebook failed:\n{err}")
+    nb = execute(NOTEBOOK, cwd, timeout=240)
     outputs = [output for cell in nb.cells for output in cell.get("outputs", [])]
-    assert not [o for o in outputs if o.get("output_type") == "error"]
     text = "\n".join(o["text"] for o in outputs if o.get("output_type") == "stream")
     assert "policy shown:" in text
     assert "overview (" in text and "lidar fractions:" in text

@@ -12,10 +12,22 @@ import numpy as np
 ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu}
 
 
+def _orthogonal(scale: float):
+    """flax's orthogonal init, run one key at a time under vmap.
+
+    jaxlib 0.10.2's CPU batched QR (LAPACK geqrf through ParallelBatchMap) can wait
+    forever on its thread pool when a vmap over seeds batches the init; unbatched QRs do
+    not, and give the same values."""
+    base = nn.initializers.orthogonal(scale)
+
+    def init(key, shape, dtype=jnp.float32):
+        return jax.custom_batching.sequential_vmap(lambda k: base(k, shape, dtype))(key)
+
+    return init
+
+
 def dense(features: int, scale: float) -> nn.Dense:
-    return nn.Dense(
-        features, kernel_init=nn.initializers.orthogonal(scale), bias_init=nn.initializers.zeros
-    )
+    return nn.Dense(features, kernel_init=_orthogonal(scale), bias_init=nn.initializers.zeros)
 
 
 class MLP(nn.Module):
