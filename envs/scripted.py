@@ -94,31 +94,29 @@ ACROBOT_FIXED_RULE = (float(jnp.cos(5 * jnp.pi / 8)), float(jnp.sin(5 * jnp.pi /
 """The best of the 16 rules on the default task: torque along 0.92 theta2_dot - 0.38 theta1_dot."""
 
 
-STUMP_TRACKS_STANCE = (0.4, -0.2, 2.0, 1.0, 0.1)
-"""Default `stump_tracks_stance` gains: (splay [rad], knee [rad], k_p, k_hull, k_spin [s])."""
+STUMP_TRACKS_STANCE = (0.7, -0.2, 0.5)
+"""Default `stump_tracks_stance` gains: (splay [rad], knee [rad], k_p)."""
 
 
 def stump_tracks_stance(ctrl, obs, params):
-    """Stand still: legs splayed into an A-frame, held by PD on the joint angles.
+    """Stand still: legs splayed into an A-frame, held by P control on the joint angles.
 
-    ctrl = (splay, knee, k_p, k_hull, k_spin), e.g. `STUMP_TRACKS_STANCE`. Legs alternate
-    front (foot forward: +splay) and back (-splay), which suits both bipeds (legs 0, 1 on
+    ctrl = (splay, knee, k_p), e.g. `STUMP_TRACKS_STANCE`. Legs alternate front (hip
+    target +splay: foot forward) and back (-splay), which suits both bipeds (legs 0, 1 on
     one hip) and the spider (legs 0, 2 at the front hips, 1, 3 at the back). A leg in the
-    air aims at +-splay from the vertical (hip target side * splay - hull angle), so it
-    lands where the A-frame wants it; a leg on the ground levels the hull: its hip target
-    side * splay + k_hull * hull angle + k_spin * hull angular speed turns the hull back
-    against its tilt. Knees go to `knee`. Action = clip(k_p * angle error) in [-1, 1] (a
-    target speed). The number of legs comes from the observation size (4 + 5 * legs + 10
-    lidar). Jittable; `params` is unused.
+    air aims at +-splay from the vertical instead (its hip target less the hull angle), so
+    it lands where the A-frame wants it when the hull has tipped. Knees go to `knee`.
+    Action = clip(k_p * angle error) in [-1, 1]: a target speed, which the env's motors
+    reach within their torque, so the joints behave as stiff position servos. The number
+    of legs comes from the observation size (4 + 5 * legs + 10 lidar). Jittable; `params`
+    is unused.
     """
     del params
-    splay, knee, k_p, k_hull, k_spin = ctrl[0], ctrl[1], ctrl[2], ctrl[3], ctrl[4]
+    splay, knee, k_p = ctrl[0], ctrl[1], ctrl[2]
     legs = (obs.shape[-1] - 14) // 5
     joints = obs[4 : 4 + 5 * legs].reshape(legs, 5)
     hip_angle, knee_angle, contact = joints[:, 0], joints[:, 2] - 1.0, joints[:, 4]
     side = jnp.where(jnp.arange(legs) % 2 == 0, 1.0, -1.0)
-    hull_angle, hull_spin = obs[0], obs[1] * 25.0  # obs[1] = 2 * angular speed / FPS
-    level = k_hull * hull_angle + k_spin * hull_spin
-    hip_target = side * splay + jnp.where(contact > 0, level, -hull_angle)
+    hip_target = side * splay - jnp.where(contact > 0, 0.0, obs[0])
     actions = jnp.stack([hip_target - hip_angle, knee - knee_angle], -1).reshape(-1)
     return jnp.clip(k_p * actions, -1.0, 1.0)

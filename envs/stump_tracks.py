@@ -26,23 +26,49 @@ fractions. Lidar ray i leaves the hull centre at 1.5 i / 10 rad from straight do
 towards +x, range 160 / 30; it is computed analytically against the ground line and the
 stump boxes (jax2d has no ray casting).
 
-Actions: [-1, 1]^(2 * legs), one per motor; action a drives the joint towards speed
-a * 4 rad/s (hips) or a * 6 rad/s (knees) with a torque capped at 80 (Box2D's motors, as
-jax2d's speed-driven ones: see `walkers.motor_power_for_torque`).
+Actions: [-1, 1]^(2 * legs), one per motor; action a sets the joint's target speed,
+a * 4 rad/s (hips) or a * 6 rad/s (knees), which the motor reaches with a torque of at
+most 80 (the spider's 100): Box2D's revolute motor, a velocity constraint solved with the
+joints and contacts (`walkers.WalkerEngine`). TeachMyAgent instead sets the torque cap
+to 80 |a| and the target to full speed in the direction of a, so there a = 0 leaves a
+joint limp where here it holds the joint still.
 
 Reward, per step: shaping = 130 x / 30 - 5 |hull angle|, reward = shaping change minus
 a motor cost; -100 and the end of the episode when the hull touches terrain or x < 0.
 Motor cost: TeachMyAgent charges torque_penalty * 80 * |a| per motor, because in Box2D
-|a| sets the torque, which motors nearly always use in full. In jax2d |a| sets a target
-*speed*; the torque is the motor's cap times tanh(decay * speed error). We charge
-torque_penalty * 80 * (torque / cap), the share of the cap the motor really applied, so a
-motor holding its speed costs little, as a Box2D motor would if it were not saturated.
+|a| sets the torque, which motors nearly always use in full. Here a sets a target
+*speed* and the motor applies what its constraint needs, up to the cap; we charge
+torque_penalty * 80 * |impulse| / (cap * dt), the share of the cap the motor really
+applied this step, so a motor that meets its speed without load costs little.
 
 Success: return > 230. The shaping pays 130 / 30 = 4.33 per unit: 364 from the start to
 the finish line, 182 to halfway (tests/test_stump_tracks.py checks both ends with a
 scripted traverse).
 
 Episode: at most 2,000 steps at 50 steps per second (Box2D's FPS).
+
+Physics, against Box2D's BipedalWalker (dt = 1 / 50; Box2D runs 180 velocity
+iterations a step there):
+- motors: `walkers.WalkerEngine` solves Box2D's motor inside jax2d's constraint loop.
+  jax2d's own motor is one explicit impulse per step; capped at 80 N m it kicks a knee
+  (axial inertia 0.015) by up to 107 rad/s a step, so the walker chattered, broke its
+  joint limits (a knee at +0.72 against a limit of -0.1) and fell.
+- solver: SOLVER_ITERATIONS = 20 jax2d iterations, joint_stiffness 1.0 (jax2d's 0.6
+  under-relaxes the joints) and contact Baumgarte 0.1 (jax2d's 0.2 makes feet bounce).
+  The hull (6 kg) stands on legs of 0.3 kg (small: 0.15 kg), and Gauss-Seidel carries
+  that weight down to the feet only over many iterations. Measured with
+  `scripted.stump_tracks_stance` on the flat task, 4 episodes of 2,000 steps: at 5
+  iterations the classic walker rocks (hull speed ~0.6 m/s) and 1 in 4 falls, and every
+  small walker falls; at 10 the classic walker stands (0.03 m/s) but every small walker
+  still falls; at 20 the classic walker and the spider come to rest (hull speed < 0.01
+  m/s) and the small walker stands but sways (~0.25 m/s). Cost, 64 envs on 2 CPU cores:
+  ~1,900 steps/s at 20 iterations, ~3,450 at 5 (per 6,400 env steps, ~1.4 s of
+  collision detection plus ~0.1 s per iteration).
+- friction: Box2D's mixed frictions (legs on terrain 0.71, hull 0.5), rebuilt under
+  jax2d's different mixing rule (`walkers.build_template`).
+- joint limits hold to within ~0.13 rad under random actions while an episode runs
+  (~0.2 once the walker lies fallen); the knees start straight, 0.1 past their -0.1
+  limit, as in Box2D.
 
 Physics departures, for speed: jax2d checks every pair of polygons each step, so only
 `num_stump_slots` stumps (default 8) are physical at a time: the first stump that
@@ -214,7 +240,7 @@ class StumpTracks(TaskEnv):
     """TeachMyAgent's Stump Tracks on jax2d; one program per walker body.
 
     Static config: `body` (classic_bipedal, small_bipedal, spider), `max_episode_steps`
-    (2000), `num_stump_slots` (8), `solver_iterations` (jax2d's; default 5).
+    (2000), `num_stump_slots` (8), `solver_iterations` (jax2d's; default SOLVER_ITERATIONS = 20).
     """
 
     name = "stump_tracks"
@@ -239,17 +265,15 @@ class StumpTracks(TaskEnv):
         max_episode_steps: int | None = None,
         num_stump_slots: int = 8,
         solver_iterations: int = SOLVER_ITERATIONS,
-        substeps: int = 1,
     ):
         self.body: WalkerBody = get_body(body)
         self.max_episode_steps = positive_int(max_episode_steps, "env.max_episode_steps") or 2000
         positive_int(num_stump_slots, "env.num_stump_slots", allow_none=False)
         positive_int(solver_iterations, "env.solver_iterations", allow_none=False)
-        self.substeps = positive_int(substeps, "env.substeps", allow_none=False)
         self.layout = SceneLayout(num_stump_slots=num_stump_slots, body=self.body)
         self.static_params = self.layout.static_params(solver_iterations)
         self.sim_params = SimParams(
-            dt=1.0 / (FPS * self.substeps),
+            dt=1.0 / FPS,
             clip_position=2.0 * TRACK_END,
             base_friction=JAX2D_BASE_FRICTION,
             joint_stiffness=JOINT_STIFFNESS,
@@ -327,13 +351,9 @@ class StumpTracks(TaskEnv):
         sim = sim.replace(joint=sim.joint.replace(motor_speed=self._max_speed * action))
         # All-zero jax2d motor (and thruster) actions: WalkerEngine solves the motors.
         off = jnp.zeros(self.static_params.num_joints + self.static_params.num_thrusters)
-
-        def substep(sim, _):
-            sim, (rr, _, _) = self.engine.step(sim, self.sim_params, off)
-            return sim, (rr.active, self._motor_cost(sim))
-
-        sim, (touching, motor_cost) = jax.lax.scan(substep, sim, None, length=self.substeps)
-        touching, motor_cost = touching.any(0), motor_cost.mean()
+        sim, (rr, _, _) = self.engine.step(sim, self.sim_params, off)
+        motor_cost = self._motor_cost(sim)
+        touching = rr.active
         sim = self._place_stumps(sim, state.track)
         hull_contact = jnp.any(touching & self._contacts.hull)
         leg_contact = jnp.any(touching[None, :] & self._contacts.lower, axis=1)
