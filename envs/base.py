@@ -90,3 +90,39 @@ class GymnaxTaskEnv(TaskEnv):
 
     def action_space(self):
         return self._env.action_space(self.default_params())
+
+
+class GoalTaskEnv(TaskEnv):
+    """A TaskEnv whose observation carries a goal, for HER and goal/start curricula.
+
+    The goal (and, where the env has one, the start state) is part of the task a teacher
+    hands over, so it lives in `params`. The observation is `[..., O]` with the goal
+    inside it, which lets HER relabel stored observations without the env state:
+    `achieved_goal` reads what the state has reached, `desired_goal` reads the goal,
+    `with_goal` writes another goal into an observation, and `compute_reward` scores an
+    (achieved, goal) pair exactly as `step` does. All four broadcast over leading axes
+    and are jittable.
+    """
+
+    goal_dim: int
+    """Size G of a goal vector."""
+
+    def achieved_goal(self, obs: jax.Array) -> jax.Array:
+        """[..., O] -> [..., G]: the goal the observed state has reached."""
+        raise NotImplementedError
+
+    def desired_goal(self, obs: jax.Array) -> jax.Array:
+        """[..., O] -> [..., G]: the goal the observation asks for."""
+        raise NotImplementedError
+
+    def with_goal(self, obs: jax.Array, goal: jax.Array) -> jax.Array:
+        """[..., O], [..., G] -> [..., O]: the observation with its goal replaced."""
+        raise NotImplementedError
+
+    def compute_reward(self, achieved: jax.Array, goal: jax.Array) -> jax.Array:
+        """[..., G], [..., G] -> [...]: the reward `step` gives for reaching `achieved`."""
+        raise NotImplementedError
+
+    def goal_reached(self, achieved: jax.Array, goal: jax.Array) -> jax.Array:
+        """[..., G], [..., G] -> [...] bool."""
+        raise NotImplementedError
