@@ -95,16 +95,23 @@ def test_ppo_learns_a_task_conditioned_continuous_probe():
     assert (metrics.eval_mean_return[:, -1] > metrics.eval_mean_return[:, 0]).all()
 
 
-def test_value_bootstraps_through_time_limit_truncation():
+@pytest.mark.parametrize("reward_scale", [1.0, 0.5])
+def test_value_bootstraps_through_time_limit_truncation(reward_scale):
     env = ConstantRewardTruncated()
     loop = {"num_envs": 8, "num_steps": 16, "total_env_steps": 16384, "eval_every": 8192}
     trainer, carry, _ = train_probe(
         env,
-        {"learning_rate": 3e-3, "gamma": 0.9, "num_minibatches": 2, "anneal_lr": False},
+        {
+            "learning_rate": 3e-3,
+            "gamma": 0.9,
+            "num_minibatches": 2,
+            "anneal_lr": False,
+            "reward_scale": reward_scale,
+        },
         loop,
         num_seeds=1,
     )
     agent_state = jax.tree.map(lambda x: x[0], carry.seed.agent_state)
     value = float(trainer.agent.value(agent_state, jnp.ones((1, 1)))[0])
-    # 1 / (1 - 0.9) = 10; a value that stopped at the time limit would average ~4.1.
-    assert value == pytest.approx(10.0, rel=0.1)
+    # reward_scale / (1 - 0.9); a value that stopped at the time limit would be ~0.41 of it.
+    assert value == pytest.approx(10.0 * reward_scale, rel=0.1)

@@ -205,7 +205,7 @@ class PPO:
         h = state.hyper
         next_values = self.value(state, batch.next_obs)
         advantages, targets = gae(
-            batch.reward,
+            batch.reward * h.reward_scale,
             batch.extras.value,
             next_values,
             batch.terminated,
