@@ -3,7 +3,7 @@
     python -m experiments.bench_stump_tracks [--num-envs 1 64 1024] [--repeats 5]
         [--steps N | --env-steps-per-run 65536] [--box2d-seconds S]
         [--device auto|cpu|gpu] [--gpu-num-envs 8192 16384 65536] [--gpu-steps 200]
-        [--body classic_bipedal] [--solver-iterations 5] [--num-stump-slots 8]
+        [--body classic_bipedal] [--solver-iterations 20] [--num-stump-slots 8]
         [--quick] [--out runs/bench_stump_tracks.json]
 
 For each batch size N (vmapped instances, tasks spread over the task space by a
@@ -41,7 +41,7 @@ import numpy as np
 
 from acl.results import package_versions, provenance
 from acl.rollout import select_instances
-from envs.stump_tracks import StumpTracks
+from envs.stump_tracks import SOLVER_ITERATIONS, StumpTracks
 
 TARGET_STEPS_PER_SECOND = 1_000_000
 BOX2D_ID = "BipedalWalker-v3"
@@ -308,7 +308,12 @@ def parse_args(argv):
         "--gpu-steps", type=int, help="scan steps per run of the GPU batches (default 200)"
     )
     parser.add_argument("--body", default="classic_bipedal")
-    parser.add_argument("--solver-iterations", type=int, default=5)
+    parser.add_argument(
+        "--solver-iterations",
+        type=int,
+        default=SOLVER_ITERATIONS,
+        help=f"physics solver iterations (default {SOLVER_ITERATIONS}, the calibrated env's)",
+    )
     parser.add_argument("--num-stump-slots", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="smoke test: tiny sizes")
