@@ -180,6 +180,11 @@ class Trainer:
         c = components or build_components(config, challenged)
         self.env, self.teacher, self.agent = c.env, c.teacher, c.agent
         loop = config.loop
+        bind = getattr(self.agent, "bind", None)
+        if bind is not None:
+            # Agents with per-instance state or env-defined rewards (DQN's staging rows
+            # and HER relabelling) learn the env and the instance count here.
+            bind(self.env, loop.num_envs)
         self.num_envs, self.num_steps = loop.num_envs, loop.num_steps
         self.steps_per_iteration = loop.num_envs * loop.num_steps
         self.iterations_per_chunk = max(1, loop.eval_every // self.steps_per_iteration)

@@ -3,7 +3,17 @@
 Importing this package registers every env in `ENVS`; build one with `make_env(name)`.
 """
 
-from envs import acrobot, cartpole, mountain_car, pendulum, stump_tracks, toy_bandit  # noqa: F401
+from envs import (  # noqa: F401
+    acrobot,
+    bit_flip,
+    cartpole,
+    goal_maze,
+    mountain_car,
+    pendulum,
+    point_maze,
+    stump_tracks,
+    toy_bandit,
+)
 from envs.base import GymnaxTaskEnv, TaskEnv
 from envs.registry import ENVS, make_env
 

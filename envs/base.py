@@ -106,6 +106,9 @@ class GoalTaskEnv(TaskEnv):
 
     goal_dim: int
     """Size G of a goal vector."""
+    terminates_on_goal: bool = False
+    """Whether `step` terminates on reaching the goal; HER then recomputes `terminated`
+    of a relabelled transition as `goal_reached` for its new goal."""
 
     def achieved_goal(self, obs: jax.Array) -> jax.Array:
         """[..., O] -> [..., G]: the goal the observed state has reached."""
@@ -125,4 +128,31 @@ class GoalTaskEnv(TaskEnv):
 
     def goal_reached(self, achieved: jax.Array, goal: jax.Array) -> jax.Array:
         """[..., G], [..., G] -> [...] bool."""
+        raise NotImplementedError
+
+
+class StartTaskEnv(TaskEnv):
+    """A TaskEnv whose start state is part of the task: the host of start curricula.
+
+    A reverse curriculum (acl.teachers.reverse) hands out starts as tasks and grows them
+    by random walks of the env's own dynamics, so it needs to read a start back from an
+    env state and to write one into a task. A start is a vector [S] in the env's own
+    terms (a position for the mazes; a joint configuration for a robot). All three
+    methods are pure and jittable; `task_with_start` broadcasts over leading axes.
+    """
+
+    start_dim: int
+    """Size S of a start vector."""
+
+    def start_from_state(self, state: Any) -> jax.Array:
+        """Env state -> [S]: the start vector that would reset the env to this state."""
+        raise NotImplementedError
+
+    def task_with_start(self, task: jax.Array, start: jax.Array) -> jax.Array:
+        """[..., D], [..., S] -> [..., D]: `task` with its start part replaced."""
+        raise NotImplementedError
+
+    def goal_start(self, task: jax.Array) -> jax.Array:
+        """[D] -> [S]: a start at which `task`'s goal is achieved (a reverse curriculum's
+        seed)."""
         raise NotImplementedError

@@ -112,3 +112,43 @@ class ConstantRewardTruncated(MatchTargetDiscrete):
             time >= self.max_episode_steps,
             {},
         )
+
+
+class MatchTargetOneHot(MatchTargetDiscrete):
+    """One step, K = 6 actions. The task picks target floor(6 task) (task in [0, 1));
+    obs = one-hot(target); reward 1 for the action equal to the target.
+
+    Unlike the 2-action probe, a fixed or random greedy policy almost never gets every
+    target right (a random net: about (1/6)^6), so mastering all of it shows learning.
+    """
+
+    name = "probe_one_hot"
+    num_actions = 6
+    task_space = Box(low=(0.0,), high=(1.0,), names=("target",))
+
+    def task_to_params(self, task, base_params):
+        target = jnp.clip(jnp.floor(task[0] * self.num_actions), 0, self.num_actions - 1)
+        return base_params.replace(target=target)
+
+    def _obs(self, params):
+        return jax.nn.one_hot(params.target.astype(jnp.int32), self.num_actions)
+
+    def reset(self, key, params):
+        return self._obs(params), ProbeState(time=jnp.zeros((), jnp.int32))
+
+    def step(self, key, state, action, params):
+        reward = (action == params.target.astype(jnp.int32)).astype(jnp.float32)
+        return (
+            self._obs(params),
+            ProbeState(state.time + 1),
+            reward,
+            jnp.asarray(True),
+            jnp.asarray(False),
+            {},
+        )
+
+    def observation_space(self):
+        return spaces.Box(0.0, 1.0, (self.num_actions,))
+
+    def action_space(self):
+        return spaces.Discrete(self.num_actions)

@@ -1,6 +1,7 @@
-"""Agents: PPO (and later DQN) sharing rollout, GAE, minibatching and networks."""
+"""Agents: PPO and DQN (+HER) sharing rollout, minibatching and networks."""
 
 from acl.agents.base import AGENTS
+from acl.agents.dqn import DQN, DQNConfig, DQNHyperparams
 from acl.agents.ppo import PPO, PPOConfig, PPOHyperparams
 
-__all__ = ["AGENTS", "PPO", "PPOConfig", "PPOHyperparams"]
+__all__ = ["AGENTS", "DQN", "DQNConfig", "DQNHyperparams", "PPO", "PPOConfig", "PPOHyperparams"]

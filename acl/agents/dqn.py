@@ -1,0 +1,348 @@
+"""Double DQN with an episode replay buffer and hindsight relabelling (HER), as a pure agent.
+
+Agent contract (DESIGN.md contract 3):
+    bind(env, num_envs)                      (host side, once; the loop calls it)
+    init(key, obs_space, action_space) -> DQNState
+    act(state, obs, carry, key, deterministic=False) -> (action, carry, ())
+    update(state, batch, key) -> (state, metrics)
+
+It collects with the shared `acl.rollout.collect`, like PPO. The replay buffer and the
+per-instance staging rows of unfinished episodes live in `DQNState`, so the curriculum
+loop (`acl.train`) runs it unchanged and teachers choose the goals. `update` takes the
+[T, N] rollout batch, appends it to the staging rows, moves finished episodes into the
+buffer (`acl.agents.replay`), then does `gradient_steps` Adam steps on minibatches
+sampled (and, with a `her_strategy`, relabelled) by `acl.agents.her`.
+
+- Q-network: an MLP on the observation, which already holds the goal for a
+  `GoalTaskEnv` (goal-conditioned Q(s, g, a)); one output per discrete action.
+- Targets: double Q-learning (van Hasselt et al. 2016): the online net picks the next
+  action, the target net values it; a time-limit truncation bootstraps, a termination
+  does not. Huber loss.
+- Target network: every `target_update_every` gradient steps,
+  target <- tau * target + (1 - tau) * online; tau = 0 is a hard copy, tau = 0.95 HER's
+  Polyak averaging.
+- Exploration: epsilon-greedy, epsilon linear from `epsilon_start` to `epsilon_end` over
+  `epsilon_decay_steps` env steps of this agent's own experience.
+
+Defaults follow the HER paper's bit-flipping setup (Andrychowicz et al. 2017, appendix:
+one hidden layer of 256 units; the robotics values for the rest: Adam lr 1e-3, batch
+128, gamma 0.98, Polyak 0.95, target updated once per cycle of 40 optimisation steps,
+buffer of 10^6 transitions, k = 4 "future" goals).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+from gymnax.environments import spaces
+
+from acl.agents.base import AGENTS
+from acl.agents.common import Transition
+from acl.agents.her import HERBatch, check_strategy, relabel_probability, sample_her
+from acl.agents.networks import MLP
+from acl.agents.replay import (
+    EpisodeBuffer,
+    Staging,
+    buffer_init,
+    empty_episode,
+    stage_rollout,
+    staging_init,
+)
+from acl.errors import ConfigError
+
+
+@struct.dataclass
+class DQNHyperparams:
+    """Numeric hyperparameters; pytree leaves, so a sweep is a vmap."""
+
+    learning_rate: float = 1e-3
+    """Adam step size (HER: 1e-3)."""
+    gamma: float = 0.98
+    """Discount factor (HER: 0.98)."""
+    tau: float = 0.95
+    """Share of the old target kept at each target update (HER's Polyak 0.95; 0: hard copy)."""
+    epsilon_start: float = 1.0
+    """Exploration rate at the first env step."""
+    epsilon_end: float = 0.05
+    """Exploration rate after `epsilon_decay_steps` env steps."""
+    epsilon_decay_steps: float = 10_000.0
+    """Env steps (of this agent, all instances) over which epsilon decays linearly."""
+    her_k: float = 4.0
+    """HER relabels a sampled transition with probability k / (k + 1) (HER: k = 4)."""
+    huber_delta: float = 1.0
+    """Huber loss threshold on the TD error."""
+    max_grad_norm: float = 10.0
+    """Global gradient-norm clip."""
+
+
+@dataclass(frozen=True)
+class DQNConfig:
+    """Shape-setting and structural options (static)."""
+
+    hidden_sizes: tuple[int, ...] = (256,)
+    """Hidden layer widths of the Q-network (HER bit flipping: one layer of 256)."""
+    activation: str = "relu"
+    """Hidden activation: relu or tanh."""
+    batch_size: int = 128
+    """Transitions per gradient step (HER: 128)."""
+    gradient_steps: int = 40
+    """Gradient steps per `update` call, i.e. per [T, N] rollout (HER: 40 per cycle)."""
+    target_update_every: int = 40
+    """Gradient steps between target-network updates."""
+    buffer_capacity: int = 10_000
+    """Episodes the replay buffer holds (a ring; the oldest is overwritten)."""
+    learning_starts: int = 1
+    """Episodes in the buffer before gradient steps begin."""
+    her_strategy: str = "future"
+    """Goal relabelling: future, final, episode, or none (plain DQN)."""
+    double_q: bool = True
+    """Double Q-learning targets (else the target net's max)."""
+
+
+@struct.dataclass
+class DQNState:
+    params: Any
+    target_params: Any
+    opt_state: optax.OptState
+    buffer: EpisodeBuffer
+    staging: Staging
+    env_steps: jax.Array
+    """Env steps this agent has collected (drives epsilon), int32."""
+    grad_steps: jax.Array
+    """Gradient steps done (drives target updates), int32."""
+    hyper: DQNHyperparams
+
+
+_adam = optax.scale_by_adam()
+
+
+class DQN:
+    """Double DQN (+HER) over a discrete action space."""
+
+    def __init__(self, config: DQNConfig = DQNConfig(), hyper: DQNHyperparams = DQNHyperparams()):
+        _check_config(config)
+        self.config = config
+        self.hyper = hyper
+        self.env = None
+        self.num_envs: int | None = None
+        self.network: MLP | None = None
+
+    # -- set-up (host side) --------------------------------------------------------------
+
+    def bind(self, env, num_envs: int) -> None:
+        """Tell the agent the env (HER reads its goal functions; its episode length sizes
+        the buffer rows) and how many instances step together (the staging rows)."""
+        c = self.config
+        if c.her_strategy != "none" and not hasattr(env, "compute_reward"):
+            raise ConfigError(
+                f"agent.her_strategy={c.her_strategy!r} needs a goal env (GoalTaskEnv); "
+                f"'{getattr(env, 'name', type(env).__name__)}' is not one. "
+                "Use her_strategy: none"
+            )
+        if num_envs > c.buffer_capacity:
+            raise ConfigError(
+                f"agent.buffer_capacity ({c.buffer_capacity}) must be >= loop.num_envs ({num_envs})"
+            )
+        self.env = env
+        self.num_envs = int(num_envs)
+        self.t_max = int(env.max_episode_steps)
+
+    def init(self, key: jax.Array, obs_space, action_space) -> DQNState:
+        if self.env is None:
+            raise ValueError("DQN.init: call agent.bind(env, num_envs) first")
+        if not isinstance(action_space, spaces.Discrete):
+            raise ConfigError(
+                f"agent dqn needs a discrete action space, got {type(action_space).__name__}"
+            )
+        self.num_actions = int(action_space.n)
+        self.network = MLP(self.config.hidden_sizes, self.num_actions, 1.0, self.config.activation)
+        obs_shape = tuple(obs_space.shape)
+        params = self.network.init(key, jnp.zeros(obs_shape))
+        episode = empty_episode(self.t_max, obs_shape, jnp.float32, (), jnp.int32)
+        return DQNState(
+            params=params,
+            target_params=params,
+            opt_state=_adam.init(params),
+            buffer=buffer_init(episode, self.config.buffer_capacity),
+            staging=staging_init(self.num_envs, episode),
+            env_steps=jnp.zeros((), jnp.int32),
+            grad_steps=jnp.zeros((), jnp.int32),
+            hyper=self.hyper,
+        )
+
+    def initial_carry(self, n: int) -> jax.Array:
+        """Feed-forward: no recurrent state."""
+        return jnp.zeros((n, 0))
+
+    def env_action(self, action: jax.Array) -> jax.Array:
+        return action
+
+    # -- acting --------------------------------------------------------------------------
+
+    def q_values(self, params, obs: jax.Array) -> jax.Array:
+        """obs [..., O] -> Q [..., A]."""
+        return self.network.apply(params, obs)
+
+    def epsilon(self, state: DQNState) -> jax.Array:
+        h = state.hyper
+        frac = jnp.clip(state.env_steps / jnp.maximum(h.epsilon_decay_steps, 1.0), 0.0, 1.0)
+        return h.epsilon_start + frac * (h.epsilon_end - h.epsilon_start)
+
+    def act(self, state: DQNState, obs: jax.Array, carry, key: jax.Array, deterministic=False):
+        """obs [N, O] -> epsilon-greedy (or greedy) actions [N], carry, no extras."""
+        greedy = jnp.argmax(self.q_values(state.params, obs), axis=-1).astype(jnp.int32)
+        if deterministic:
+            return greedy, carry, ()
+        coin_key, action_key = jax.random.split(key)
+        n = obs.shape[0]
+        explore = jax.random.uniform(coin_key, (n,)) < self.epsilon(state)
+        random_action = jax.random.randint(action_key, (n,), 0, self.num_actions)
+        return jnp.where(explore, random_action, greedy), carry, ()
+
+    # -- learning ------------------------------------------------------------------------
+
+    def _loss(self, params, target_params, mb: HERBatch, h: DQNHyperparams):
+        q = self.q_values(params, mb.obs)
+        q_taken = jnp.take_along_axis(q, mb.action[:, None].astype(jnp.int32), axis=-1)[:, 0]
+        next_target = self.q_values(target_params, mb.next_obs)
+        if self.config.double_q:
+            next_action = jnp.argmax(self.q_values(params, mb.next_obs), axis=-1)
+            next_value = jnp.take_along_axis(next_target, next_action[:, None], axis=-1)[:, 0]
+        else:
+            next_value = next_target.max(axis=-1)
+        not_terminated = 1.0 - mb.terminated.astype(jnp.float32)
+        target = jax.lax.stop_gradient(mb.reward + h.gamma * not_terminated * next_value)
+        td = q_taken - target
+        loss = optax.huber_loss(q_taken, target, delta=h.huber_delta).mean()
+        return loss, {"loss": loss, "q_mean": q_taken.mean(), "td_abs": jnp.abs(td).mean()}
+
+    def sample_batch(self, state: DQNState, buffer: EpisodeBuffer, key: jax.Array) -> HERBatch:
+        return sample_her(
+            self.env,
+            buffer,
+            key,
+            self.config.batch_size,
+            self.config.her_strategy,
+            relabel_probability(state.hyper.her_k),
+        )
+
+    def update(self, state: DQNState, batch: Transition, key: jax.Array):
+        """Store a [T, N] rollout, then `gradient_steps` steps. Returns (state, scalar metrics)."""
+        c, h = self.config, state.hyper
+        staging, buffer = stage_rollout(state.staging, state.buffer, batch)
+        steps_collected = batch.reward.shape[0] * batch.reward.shape[1]
+        ready = buffer.count >= c.learning_starts
+
+        def grad_step(carry, step_key):
+            params, target_params, opt_state, grad_steps = carry
+            mb = self.sample_batch(state, buffer, step_key)
+            grads, metrics = jax.grad(self._loss, has_aux=True)(params, target_params, mb, h)
+            grad_norm = optax.tree.norm(grads)
+            scale = jnp.minimum(1.0, h.max_grad_norm / (grad_norm + 1e-6))
+            grads = jax.tree.map(lambda g: g * scale, grads)
+            updates, new_opt_state = _adam.update(grads, opt_state, params)
+            new_params = jax.tree.map(lambda p, u: p - h.learning_rate * u, params, updates)
+            # Before `learning_starts` the step is computed and discarded: a select, not a
+            # cond, since under a vmap over seeds a cond would run both sides anyway.
+            params, opt_state = jax.tree.map(
+                lambda new, old: jnp.where(ready, new, old),
+                (new_params, new_opt_state),
+                (params, opt_state),
+            )
+            grad_steps = grad_steps + ready.astype(jnp.int32)
+            due = ready & (grad_steps % c.target_update_every == 0)
+            target_params = jax.tree.map(
+                lambda t, p: jnp.where(due, h.tau * t + (1.0 - h.tau) * p, t),
+                target_params,
+                params,
+            )
+            metrics = {
+                **metrics,
+                "grad_norm": grad_norm,
+                "relabelled": mb.relabelled.mean(),
+                "batch_reward": mb.reward.mean(),
+            }
+            return (params, target_params, opt_state, grad_steps), metrics
+
+        (params, target_params, opt_state, grad_steps), metrics = jax.lax.scan(
+            grad_step,
+            (state.params, state.target_params, state.opt_state, state.grad_steps),
+            jax.random.split(key, c.gradient_steps),
+        )
+        new_state = state.replace(
+            params=params,
+            target_params=target_params,
+            opt_state=opt_state,
+            buffer=buffer,
+            staging=staging,
+            env_steps=state.env_steps + steps_collected,
+            grad_steps=grad_steps,
+        )
+        metrics = jax.tree.map(jnp.mean, metrics)
+        metrics["epsilon"] = self.epsilon(new_state)
+        metrics["buffer_episodes"] = buffer.count.astype(jnp.float32)
+        return new_state, metrics
+
+
+def greedy_success_rate(
+    env, agent: DQN, state: DQNState, tasks: jax.Array, key: jax.Array
+) -> jax.Array:
+    """Share of greedy episodes, one per task [K, D], that the env counts as successful."""
+    from acl.evaluation import run_episodes
+
+    returns = run_episodes(env, agent, state, tasks, key, deterministic=True)
+    return env.is_success(returns).mean()
+
+
+def _check_config(c: DQNConfig) -> None:
+    for name in ("batch_size", "gradient_steps", "target_update_every", "buffer_capacity"):
+        value = getattr(c, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ConfigError(f"agent.{name} must be a positive integer, got {value!r}")
+    if isinstance(c.learning_starts, bool) or not isinstance(c.learning_starts, int):
+        raise ConfigError(f"agent.learning_starts must be an integer, got {c.learning_starts!r}")
+    if c.learning_starts < 0:
+        raise ConfigError(f"agent.learning_starts must be >= 0, got {c.learning_starts}")
+    if c.activation not in ("relu", "tanh"):
+        raise ConfigError(f"agent.activation must be relu or tanh, got {c.activation!r}")
+    if not isinstance(c.double_q, bool):
+        raise ConfigError(f"agent.double_q: expected true/false, got {c.double_q!r}")
+    if not c.hidden_sizes or any(int(s) <= 0 for s in c.hidden_sizes):
+        raise ConfigError(f"agent.hidden_sizes must be positive widths, got {c.hidden_sizes!r}")
+    check_strategy(c.her_strategy)
+
+
+def make_dqn(**kwargs) -> DQN:
+    """Build DQN from flat config keys: DQNConfig fields and DQNHyperparams fields.
+
+    `total_updates`, which the loop passes to every agent, is not used."""
+    kwargs.pop("total_updates", None)
+    config_fields = set(DQNConfig.__dataclass_fields__)
+    hyper_fields = set(DQNHyperparams.__dataclass_fields__)
+    config = {k: v for k, v in kwargs.items() if k in config_fields}
+    hyper = {}
+    for k, v in kwargs.items():
+        if k in hyper_fields:
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                raise ConfigError(f"agent.{k} must be a number, got {v!r}")
+            hyper[k] = float(v)
+    unknown = set(kwargs) - config_fields - hyper_fields
+    if unknown:
+        raise ConfigError(f"agent dqn: unknown config keys {sorted(unknown)}")
+    if "hidden_sizes" in config:
+        sizes = config["hidden_sizes"]
+        if isinstance(sizes, int):
+            sizes = [sizes]
+        config["hidden_sizes"] = tuple(int(s) for s in sizes)
+    return DQN(DQNConfig(**config), DQNHyperparams(**hyper))
+
+
+make_dqn.config_keys = frozenset(DQNConfig.__dataclass_fields__) | frozenset(
+    DQNHyperparams.__dataclass_fields__
+)
+AGENTS.register("dqn")(make_dqn)

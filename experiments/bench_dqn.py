@@ -1,0 +1,165 @@
+"""DQN+HER training throughput on bit flipping, beside the raw env at the same batch.
+
+    python -m experiments.bench_dqn [--bits 10] [--seeds 1 16] [--iterations 20]
+        [--repeats 5] [--out runs/bench_dqn.json]
+
+For each seed count S it times (after compiling, reported separately), as the median
+of `--repeats` calls:
+  - dqn+her: the curriculum loop's iterations (Random teacher, rollout of num_envs x n
+             steps, staging + replay insert, 40 HER-relabelled gradient steps),
+             vmapped over S seeds (experiments/configs/bit_flip_her.yaml);
+  - raw:     random actions through the same env with resets, S x num_envs
+             instances, no learning: the ceiling.
+and prints env steps/s, gradient updates/s (summed over seeds) and the ratio to raw.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+
+CONFIG_PATH = "experiments/configs/bit_flip_her.yaml"
+
+
+def median_call(fn, *args, repeats: int) -> float:
+    """Median wall time of `repeats` calls, blocking on the result."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def make_trainer(bits: int, seeds: int):
+    from acl.config import apply_overrides, load_yaml, parse_config
+    from acl.train import Trainer
+
+    data = apply_overrides(
+        load_yaml(CONFIG_PATH),
+        [f"env.num_bits={bits}", f"loop.num_steps={bits}", f"num_seeds={seeds}"],
+    )
+    steps = data["loop"]["num_envs"] * bits
+    data["loop"].update(total_env_steps=steps, eval_every=steps)
+    return Trainer(parse_config(data))
+
+
+def bench_dqn(bits: int, seeds: int, iterations: int, repeats: int) -> dict:
+    trainer = make_trainer(bits, seeds)
+
+    def train_iterations(seed_carry, first_iteration):
+        steps = first_iteration + jnp.arange(iterations, dtype=jnp.int32)
+        return jax.lax.scan(trainer._iteration, seed_carry, steps)[0]
+
+    carry = jax.jit(jax.vmap(trainer.init, out_axes=trainer.carry_axes))(trainer.seed_keys())
+    first = jnp.int32(0)
+    start = time.perf_counter()
+    run = jax.jit(jax.vmap(train_iterations, in_axes=(0, None))).lower(carry.seed, first).compile()
+    compile_seconds = time.perf_counter() - start
+    # One warm-up call, so the buffer the timed calls start from is not empty.
+    seed_carry = jax.block_until_ready(run(carry.seed, first))
+    seconds = median_call(run, seed_carry, first, repeats=repeats)
+    env_steps = seeds * iterations * trainer.steps_per_iteration
+    updates = seeds * iterations * trainer.agent.config.gradient_steps
+    return {
+        "instances": seeds * trainer.num_envs,
+        "compile_seconds": compile_seconds,
+        "seconds": seconds,
+        "env_steps": env_steps,
+        "gradient_updates": updates,
+        "steps_per_second": env_steps / seconds,
+        "updates_per_second": updates / seconds,
+    }
+
+
+def bench_raw(bits: int, seeds: int, iterations: int, repeats: int) -> dict:
+    trainer = make_trainer(bits, 1)
+    env = trainer.env
+    n = seeds * trainer.num_envs
+    steps = iterations * trainer.num_steps
+    tasks = jax.random.uniform(jax.random.PRNGKey(1), (n, env.task_space.dim))
+    params = env.params_for_tasks(tasks)
+
+    def rollout(key):
+        _, state = jax.vmap(env.reset)(jax.random.split(key, n), params)
+
+        def step(state, key):
+            k_act, k_step, k_reset = jax.random.split(key, 3)
+            action = jax.random.randint(k_act, (n,), 0, env.num_bits)
+            _, next_state, reward, terminated, truncated, _ = jax.vmap(env.step)(
+                jax.random.split(k_step, n), state, action, params
+            )
+            _, fresh = jax.vmap(env.reset)(jax.random.split(k_reset, n), params)
+            done = terminated | truncated
+            state = jax.tree.map(
+                lambda a, b: jnp.where(done.reshape(done.shape + (1,) * (a.ndim - 1)), a, b),
+                fresh,
+                next_state,
+            )
+            return state, reward.sum()
+
+        return jax.lax.scan(step, state, jax.random.split(key, steps))[1].sum()
+
+    key = jax.random.PRNGKey(0)
+    start = time.perf_counter()
+    run = jax.jit(rollout).lower(key).compile()
+    compile_seconds = time.perf_counter() - start
+    seconds = median_call(run, key, repeats=repeats)
+    return {
+        "compile_seconds": compile_seconds,
+        "seconds": seconds,
+        "env_steps": n * steps,
+        "steps_per_second": n * steps / seconds,
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.bench_dqn", description=__doc__)
+    parser.add_argument("--bits", type=int, default=10)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 16])
+    parser.add_argument(
+        "--iterations", type=int, default=20, help="loop iterations (HER cycles) per timed call"
+    )
+    parser.add_argument("--repeats", type=int, default=5, help="timed calls; the median counts")
+    parser.add_argument("--out", default="runs/bench_dqn.json")
+    args = parser.parse_args(argv)
+
+    from acl.benchmark.timing import report
+
+    results, rows = [], []
+    for seeds in args.seeds:
+        dqn = bench_dqn(args.bits, seeds, args.iterations, args.repeats)
+        raw = bench_raw(args.bits, seeds, args.iterations, args.repeats)
+        results.append({"seeds": seeds, "dqn_her": dqn, "raw_env": raw})
+        rows.append(
+            {
+                "seeds": seeds,
+                "envs": dqn["instances"],
+                "DQN+HER steps/s": f"{dqn['steps_per_second']:,.0f}",
+                "updates/s": f"{dqn['updates_per_second']:,.0f}",
+                "raw env steps/s": f"{raw['steps_per_second']:,.0f}",
+                "DQN+HER / raw": f"{dqn['steps_per_second'] / raw['steps_per_second']:.4f}",
+                "DQN compile s": f"{dqn['compile_seconds']:.1f}",
+                "raw compile s": f"{raw['compile_seconds']:.1f}",
+            }
+        )
+    report(
+        "bench_dqn",
+        rows,
+        args.out,
+        [],
+        config=CONFIG_PATH,
+        bits=args.bits,
+        iterations=args.iterations,
+        repeats=args.repeats,
+        results=results,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
