@@ -122,6 +122,9 @@ def build_components(config: ExperimentConfig, challenged: bool = False) -> Comp
     if "return_bounds" in _accepted_keys(teacher_factory):
         # Teachers that rescale returns to [0, 1] read the env's declared bounds.
         teacher_kwargs.setdefault("return_bounds", tuple(env.return_bounds))
+    if getattr(teacher_factory, "needs_env", False):
+        # Start curricula walk the env's own dynamics to grow their starts.
+        teacher_kwargs["env"] = env
     space = teacher_space(env.task_space) if challenged else env.task_space
     teacher = teacher_factory(task_space=space, **teacher_kwargs)
 

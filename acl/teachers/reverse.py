@@ -1,0 +1,622 @@
+"""Reverse curriculum generation (Florensa et al. 2017, "Reverse Curriculum Generation for
+Reinforcement Learning", Algorithm 1), and a uniform-start baseline.
+
+The teacher hands out *start states* as tasks: `base_task` (the goal the whole run is
+about) with its start part replaced (`StartTaskEnv.task_with_start`). It works with any
+env implementing `envs.base.StartTaskEnv` (goal_maze, point_maze); the env is a static
+field, and its `reset` / `step` drive the Brownian expansion inside jit.
+`acl.train.build_components` does not hand the env to teachers yet, so build this one
+with `make_reverse(task_space, env=env, ...)` and pass `Components` to `Trainer`
+(`experiments/reverse_curriculum.py` does).
+
+One *round* is `updates_per_round` calls of `update` (the paper's inner training
+iterations) on a fixed batch of B = n_new + n_old starts:
+
+1. Seed: the start at the goal, `env.goal_start(base_task)` (the paper's s^g). It is
+   the first entry of the good-start buffer, and the first batch is expanded from it.
+2. Expansion (the paper's SampleNearby): `num_walks` random-action walks of
+   `brownian_horizon` (T_B) steps of the env's own dynamics from seeds drawn uniformly
+   from the current good starts; every visited state (and the seeds) joins a pool of
+   num_walks * (T_B + 1) starts; the n_new new starts are drawn uniformly from it.
+   Actions are uniform draws from the env's action space (the paper adds Gaussian noise
+   N(0, Sigma) to continuous actions; for discrete actions a uniform action is the
+   random walk).
+3. Replay: n_old starts drawn uniformly from the good-start buffer (all good starts so
+   far, seeded with s^g), so the student does not forget the easier starts.
+4. Labelling: every feedback record whose task equals a batch task (within
+   `match_tolerance`, every coordinate) counts as an attempt of that start, and of every
+   identical copy of it in the batch; its success flag counts as a success. At the end
+   of the round each start with at least one attempt gets its success rate; "good"
+   starts are those with a rate in [r_min, r_max]. Episodes of tasks from an earlier
+   batch (episodes run across batch boundaries in `episode` mode) match nothing and are
+   ignored.
+5. The distinct good starts (one per set of identical copies) join the buffer and seed
+   the next expansion.
+
+Batch tasks are handed out in order, cycling through the batch from a cursor that
+carries over between `sample` calls, so the n_new : n_old mix of the handed-out tasks
+is the batch's and every start gets about the same share of episodes.
+
+Where this departs from the paper, and why:
+- Fixed-size arrays throughout. The good-start buffer has `buffer_capacity` slots; when
+  it is full, new good starts enter by reservoir sampling (Vitter's algorithm R): after
+  `seen` good starts have been offered, each one is in the buffer with probability
+  capacity / seen, so replay stays uniform over the whole history as the paper's
+  unbounded list is (a ring would forget the early, easy starts first, which replay
+  exists to keep). The paper's list also starts with s^g; here s^g can be evicted once
+  the buffer is full.
+- The paper's expansion loops until M = 10000 states are collected; here it is a fixed
+  `num_walks` walks (default 200 x 50 steps: the same 10000 states), and the walks do not
+  stop at termination (the dynamics are stepped on; done flags are ignored).
+- No good start in a round: following the authors' released code (rllab-curriculum;
+  recalled, not re-checked against its source here), the walks re-seed
+  from the replay buffer when most labelled starts were too hard, and otherwise run
+  `easy_horizon_factor` (10) times longer from the too-easy starts (the paper's code
+  also raises the action noise 10x; a uniform discrete action has none to raise).
+  Without this the curriculum stalls on a policy that generalises a few steps beyond
+  its starts: every start is too easy and short walks never leave the easy region.
+  To keep one compiled program the walks always run the long horizon and the short
+  case uses their first T_B steps, so an expansion costs num_walks * 10 * T_B env steps.
+  A round in which no batch start got a single finished episode is extended instead
+  (the batch and its counts are kept until the next round boundary).
+- The round boundary is `(step + 1) % updates_per_round == 0` on the loop's update
+  counter, the same for every seed, so under `vmap` over seeds the expansion is a real
+  `lax.cond` branch (DESIGN.md, "vmap and control flow"); all per-seed choices inside it
+  are selects.
+- The paper's start collection skips states within a distance threshold of stored ones;
+  here only identical copies within one batch are merged, so the buffer can hold a
+  start once per round in which it was good (a start that stays good is replayed more).
+- A start with one attempt is labelled 0 or 1, never good; the paper has the same effect
+  with few trajectories per start. Raise `updates_per_round` (or the number of envs) to
+  get more episodes per start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+from gymnax.environments import spaces
+
+from acl.errors import ConfigError
+from acl.spaces import Box
+from acl.teachers.base import TEACHERS, Feedback, default_info
+from envs.base import StartTaskEnv
+
+
+@struct.dataclass
+class ReverseParams:
+    """Numeric hyperparameters (pytree leaves, vmappable)."""
+
+    r_min: jax.Array
+    """Lowest success rate of a good start (paper: 0.1)."""
+    r_max: jax.Array
+    """Highest success rate of a good start (paper: 0.9)."""
+    base_task: jax.Array
+    """[D] the task whose start part is replaced: it fixes the goal."""
+
+
+@struct.dataclass
+class ReverseState:
+    params: ReverseParams
+    key: jax.Array
+    """Round keys are fold_in(key, step); never split, so a no-op update changes nothing."""
+    batch: jax.Array
+    """[B, S] starts of the current round: n_new new, then n_old replayed."""
+    is_new: jax.Array
+    """[B] bool: the start came from this round's expansion (else from the buffer)."""
+    attempts: jax.Array
+    """[B] int32: finished episodes from each start this round."""
+    successes: jax.Array
+    """[B] int32: successful ones among them."""
+    cursor: jax.Array
+    """int32: the batch index the next `sample` starts at."""
+    buffer: jax.Array
+    """[C, S] good starts (slot 0 starts as the seed s^g)."""
+    buffer_count: jax.Array
+    """int32: filled slots of the buffer (<= C)."""
+    buffer_seen: jax.Array
+    """int32: starts ever offered to the buffer (the reservoir's counter)."""
+    rounds: jax.Array
+    """int32: rounds completed."""
+    last_good: jax.Array
+    """int32: good starts found at the last round's labelling."""
+    episodes_seen: jax.Array
+    """int32: valid feedback records so far."""
+
+
+def _check(cond: bool, message: str) -> None:
+    if not cond:
+        raise ConfigError(message)
+
+
+def _check_env(env, task_space: Box, name: str) -> None:
+    if env is None:
+        raise ConfigError(
+            f"teacher.env: the {name} teacher walks the env's dynamics and needs the env "
+            f"object: build it with make_{name}(task_space, env=...) "
+            "(experiments/reverse_curriculum.py does)"
+        )
+    if not isinstance(env, StartTaskEnv):
+        raise ConfigError(
+            f"teacher.env: the {name} teacher needs an env implementing "
+            f"envs.base.StartTaskEnv (start_from_state, task_with_start, goal_start); "
+            f"{type(env).__name__} does not"
+        )
+    if env.task_space.dim != task_space.dim:
+        raise ConfigError(
+            f"teacher.env: its task space has {env.task_space.dim} dimensions, the "
+            f"teacher's {task_space.dim}"
+        )
+
+
+def _base_task(task_space: Box, base_task) -> tuple[float, ...] | None:
+    if base_task is None:
+        return None
+    values = tuple(float(v) for v in np.ravel(base_task))
+    _check(
+        len(values) == task_space.dim,
+        f"teacher.base_task has {len(values)} entries, the task space {task_space.dim}",
+    )
+    inside = bool(np.asarray(task_space.contains(jnp.asarray(values, jnp.float32))))
+    _check(
+        inside,
+        f"teacher.base_task {values} lies outside the task space "
+        f"[{task_space.low}, {task_space.high}]",
+    )
+    return values
+
+
+@dataclass(frozen=True)
+class ReverseTeacher:
+    """Reverse curriculum generation; see the module docstring."""
+
+    task_space: Box
+    env: StartTaskEnv | None = None
+    """The env whose starts are handed out (static)."""
+    n_new: int = 200
+    """New starts per round, drawn from the Brownian expansion (paper: 200)."""
+    n_old: int = 100
+    """Replayed starts per round, drawn from the good-start buffer (paper: 100)."""
+    brownian_horizon: int = 50
+    """T_B: steps of each random-action walk (paper: T_B = 50)."""
+    num_walks: int = 200
+    """Walks per expansion (paper: walks until M = 10000 states = 200 x T_B)."""
+    easy_horizon_factor: int = 10
+    """When a round has no good start and most labelled starts were too easy, the walks
+    from the too-easy starts run this many times T_B steps (paper's code: 10)."""
+    updates_per_round: int = 5
+    """`update` calls per round: training iterations on one batch (paper: 5)."""
+    buffer_capacity: int = 10_000
+    """Slots of the good-start buffer; reservoir sampling when full."""
+    match_tolerance: float = 1e-5
+    """A feedback task matches a batch task when every coordinate is within this."""
+    r_min: float = 0.1
+    r_max: float = 0.9
+    base_task: tuple[float, ...] | None = None
+    """The task that fixes the goal; None: the task space's default task."""
+
+    def __post_init__(self):
+        _check_env(self.env, self.task_space, "reverse")
+        for name in (
+            "n_new",
+            "n_old",
+            "brownian_horizon",
+            "num_walks",
+            "easy_horizon_factor",
+            "updates_per_round",
+            "buffer_capacity",
+        ):
+            value = getattr(self, name)
+            _check(
+                isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 1,
+                f"teacher.{name} must be a positive integer, got {value!r}",
+            )
+        lo, hi = float(self.r_min), float(self.r_max)
+        _check(
+            0.0 <= lo <= hi <= 1.0,
+            f"teacher.r_min and teacher.r_max need 0 <= r_min <= r_max <= 1, got {lo}, {hi}",
+        )
+        _check(
+            float(self.match_tolerance) >= 0,
+            f"teacher.match_tolerance must be >= 0, got {self.match_tolerance}",
+        )
+        object.__setattr__(self, "base_task", _base_task(self.task_space, self.base_task))
+
+    @property
+    def batch_size(self) -> int:
+        return self.n_new + self.n_old
+
+    @property
+    def start_dim(self) -> int:
+        return int(self.env.start_dim)
+
+    # -- parameters and state ----------------------------------------------------------
+
+    def default_params(self) -> ReverseParams:
+        base = self.task_space.default_task if self.base_task is None else self.base_task
+        return ReverseParams(
+            r_min=jnp.asarray(self.r_min, jnp.float32),
+            r_max=jnp.asarray(self.r_max, jnp.float32),
+            base_task=jnp.asarray(base, jnp.float32),
+        )
+
+    def init(self, key: jax.Array, params: ReverseParams) -> ReverseState:
+        """Buffer = [s^g]; the first batch is expanded from s^g (Algorithm 1, line 1)."""
+        round_key, first_key = jax.random.split(key)
+        seed = self.env.goal_start(params.base_task).astype(jnp.float32)
+        buffer = jnp.zeros((self.buffer_capacity, self.start_dim), jnp.float32).at[0].set(seed)
+        b = self.batch_size
+        state = ReverseState(
+            params=params,
+            key=round_key,
+            batch=jnp.broadcast_to(seed, (b, self.start_dim)),
+            is_new=jnp.arange(b) < self.n_new,
+            attempts=jnp.zeros((b,), jnp.int32),
+            successes=jnp.zeros((b,), jnp.int32),
+            cursor=jnp.zeros((), jnp.int32),
+            buffer=buffer,
+            buffer_count=jnp.ones((), jnp.int32),
+            buffer_seen=jnp.ones((), jnp.int32),
+            rounds=jnp.zeros((), jnp.int32),
+            last_good=jnp.zeros((), jnp.int32),
+            episodes_seen=jnp.zeros((), jnp.int32),
+        )
+        # Expansion from the seed alone: only buffer slot 0 has weight.
+        weights = jnp.zeros((b + self.buffer_capacity,), jnp.float32).at[b].set(1.0)
+        return self._new_batch(state, first_key, weights)
+
+    # -- tasks ---------------------------------------------------------------------------
+
+    def batch_tasks(self, state: ReverseState) -> jax.Array:
+        """[B, D] the current batch as tasks."""
+        tasks = self.env.task_with_start(
+            jnp.broadcast_to(state.params.base_task, (self.batch_size, self.task_space.dim)),
+            state.batch,
+        )
+        return self.task_space.clip(tasks)
+
+    def sample(self, state: ReverseState, key: jax.Array, n: int):
+        """n tasks [n, D], cycling through the batch from the cursor."""
+        del key  # the batch is random already; cycling spreads episodes evenly over it
+        index = (state.cursor + jnp.arange(n)) % self.batch_size
+        tasks = self.batch_tasks(state)[index]
+        cursor = ((state.cursor + n) % self.batch_size).astype(jnp.int32)
+        return state.replace(cursor=cursor), tasks, default_info(n)
+
+    # -- update --------------------------------------------------------------------------
+
+    def match(self, state: ReverseState, feedback: Feedback) -> jax.Array:
+        """[K, B] bool: valid record k ran batch start b (or an identical copy of it)."""
+        diff = jnp.abs(feedback.task[:, None, :] - self.batch_tasks(state)[None, :, :])
+        same = jnp.all(diff <= self.match_tolerance, axis=-1)  # NaN compares False
+        return same & feedback.mask.astype(bool)[:, None]
+
+    def update(
+        self, state: ReverseState, tasks: jax.Array, feedback: Feedback, step: jax.Array
+    ) -> ReverseState:
+        """Counts attempts and successes per batch start; at a round boundary
+        ((step + 1) % updates_per_round == 0) labels, fills the buffer and expands."""
+        del tasks
+        hits = self.match(state, feedback)
+        wins = hits & feedback.success.astype(bool)[:, None]
+        state = state.replace(
+            attempts=state.attempts + hits.sum(0).astype(jnp.int32),
+            successes=state.successes + wins.sum(0).astype(jnp.int32),
+            episodes_seen=state.episodes_seen + feedback.mask.astype(jnp.int32).sum(),
+        )
+        # The predicate depends on `step` only, the same for every seed: a real branch.
+        due = (jnp.asarray(step) + 1) % self.updates_per_round == 0
+        return jax.lax.cond(due, self._end_round, lambda s, _: s, state, step)
+
+    def labels(self, state: ReverseState) -> dict[str, jax.Array]:
+        """Per batch start [B]: success rate, and whether it is good / too easy / too hard
+        (all False for a start without attempts)."""
+        p = state.params
+        tried = state.attempts > 0
+        rate = state.successes / jnp.maximum(state.attempts, 1)
+        return {
+            "rate": jnp.where(tried, rate, 0.0),
+            "good": tried & (rate >= p.r_min) & (rate <= p.r_max),
+            "too_easy": tried & (rate > p.r_max),
+            "too_hard": tried & (rate < p.r_min),
+        }
+
+    def first_copies(self, state: ReverseState) -> jax.Array:
+        """[B] bool: the batch start is the first of its identical copies (walks on a grid
+        revisit cells, and a replayed start can equal a new one)."""
+        tasks = self.batch_tasks(state)
+        same = jnp.all(jnp.abs(tasks[:, None] - tasks[None]) <= self.match_tolerance, axis=-1)
+        earlier = jnp.arange(self.batch_size)[None, :] < jnp.arange(self.batch_size)[:, None]
+        return ~jnp.any(same & earlier, axis=1)
+
+    def _end_round(self, state: ReverseState, step: jax.Array) -> ReverseState:
+        label = self.labels(state)
+        # One vote per distinct start: copies share their label, and would otherwise
+        # enter the buffer (and seed walks) once per copy.
+        good = label["good"] & self.first_copies(state)
+        reservoir_key, batch_key = jax.random.split(jax.random.fold_in(state.key, step))
+        buffer, count, seen = self._reservoir_add(reservoir_key, state, good)
+        any_good = jnp.any(good)
+        mostly_hard = label["too_hard"].sum() > label["too_easy"].sum()
+        replay = ~any_good & mostly_hard
+        too_easy = label["too_easy"] & self.first_copies(state)
+        from_batch = jnp.where(any_good, good, too_easy & ~replay)
+        from_buffer = (jnp.arange(self.buffer_capacity) < count) & replay
+        weights = jnp.concatenate([from_batch, from_buffer]).astype(jnp.float32)
+        advanced = state.replace(
+            buffer=buffer,
+            buffer_count=count,
+            buffer_seen=seen,
+            rounds=state.rounds + 1,
+            last_good=good.sum().astype(jnp.int32),  # distinct good starts
+        )
+        long_walks = ~any_good & ~mostly_hard
+        advanced = self._new_batch(advanced, batch_key, weights, long_walks)
+        # No start finished an episode: keep the round going (nothing to label).
+        labelled = jnp.any(state.attempts > 0)
+        return jax.tree.map(lambda new, old: jnp.where(labelled, new, old), advanced, state)
+
+    def _reservoir_add(self, key: jax.Array, state: ReverseState, good: jax.Array):
+        """Offers the batch starts where `good` [B] to the buffer (algorithm R)."""
+        capacity = self.buffer_capacity
+        # One draw for the whole batch (random ops are costly to compile inside a scan).
+        u = jax.random.uniform(key, (self.batch_size,))
+
+        def offer(carry, xs):
+            buffer, count, seen = carry
+            start, keep, u = xs
+            # Full: a slot uniform in [0, seen]; only slots < capacity are real.
+            slot_if_full = jnp.minimum(jnp.floor(u * (seen + 1)).astype(jnp.int32), seen)
+            slot = jnp.where(count < capacity, count, slot_if_full)
+            write = keep & (slot < capacity)
+            row = jnp.where(write, start, buffer[jnp.minimum(slot, capacity - 1)])
+            buffer = buffer.at[jnp.minimum(slot, capacity - 1)].set(row)
+            count = jnp.where(keep, jnp.minimum(count + 1, capacity), count)
+            return (buffer, count, seen + keep.astype(jnp.int32)), None
+
+        carry = (state.buffer, state.buffer_count, state.buffer_seen)
+        (buffer, count, seen), _ = jax.lax.scan(offer, carry, (state.batch, good, u))
+        return buffer, count, seen
+
+    def _new_batch(
+        self,
+        state: ReverseState,
+        key: jax.Array,
+        weights: jax.Array,
+        long_walks: jax.Array | bool = False,
+    ):
+        """A fresh batch: n_new from walks seeded by `weights` over [batch ++ buffer]
+        ([B + C]), n_old uniform from the buffer; counts and cursor reset.
+
+        The walks always run easy_horizon_factor * T_B steps (one program for every
+        seed under vmap); new starts come from their first T_B steps, or from all of
+        them where `long_walks` (bool scalar)."""
+        w, horizon = self.num_walks, self.brownian_horizon * self.easy_horizon_factor
+        # Two random ops in all: random ops are slow to compile, and this runs in a cond.
+        keys = jax.random.split(key, 1 + w + horizon * w)
+        action_shape = self.env.action_space().shape
+        num_action_u = horizon * w * int(np.prod(action_shape))
+        u = jax.random.uniform(keys[0], (w + 2 * self.n_new + self.n_old + num_action_u,))
+        seed_u, walk_u, time_u, old_u, action_u = jnp.split(
+            u, np.cumsum([w, self.n_new, self.n_new, self.n_old]).tolist()
+        )
+        # Seeds in proportion to `weights` by inverse CDF (zero weights are never drawn).
+        pool = jnp.concatenate([state.batch, state.buffer])
+        cdf = jnp.cumsum(weights)
+        index = jnp.searchsorted(cdf, seed_u * cdf[-1], side="right")
+        seeds = pool[jnp.minimum(index, pool.shape[0] - 1)]
+        visited = self.brownian_walks(
+            state.params.base_task,
+            seeds,
+            reset_keys=keys[1 : 1 + w],
+            step_keys=keys[1 + w :].reshape(horizon, w, -1),
+            action_u=action_u.reshape((horizon, w) + tuple(action_shape)),
+        )  # [W, L + 1, S]
+        # Uniform over the visited states of the used prefix: a uniform walk and time.
+        used = jnp.where(long_walks, horizon, self.brownian_horizon) + 1
+        new = visited[_uniform_index(walk_u, w), _uniform_index(time_u, used)]
+        old = state.buffer[_uniform_index(old_u, state.buffer_count)]
+        b = self.batch_size
+        return state.replace(
+            batch=jnp.concatenate([new, old]).astype(jnp.float32),
+            is_new=jnp.arange(b) < self.n_new,
+            attempts=jnp.zeros((b,), jnp.int32),
+            successes=jnp.zeros((b,), jnp.int32),
+            cursor=jnp.zeros((), jnp.int32),
+        )
+
+    def brownian_walks(
+        self,
+        base_task: jax.Array,
+        seeds: jax.Array,
+        reset_keys: jax.Array,
+        step_keys: jax.Array,
+        action_u: jax.Array,
+    ) -> jax.Array:
+        """Random-action walks of L steps from seeds [W, S] -> visited starts
+        [W, L + 1, S] (the seed's reset state first).
+
+        reset_keys [W], step_keys [L, W] (PRNG keys), action_u [L, W, *action shape]
+        uniform in [0, 1): the actions, uniform over the env's action space. Done flags
+        are ignored: the walk follows the dynamics, not an episode.
+        """
+        env = self.env
+        num = seeds.shape[0]
+        base = env.default_params()
+        tasks = env.task_with_start(jnp.broadcast_to(base_task, (num, base_task.shape[-1])), seeds)
+        params = jax.vmap(lambda task: env.task_to_params(task, base))(tasks)
+        _, states = jax.vmap(env.reset)(reset_keys, params)
+        actions = _uniform_actions(env.action_space(), action_u)
+
+        def one(states, xs):
+            action, keys = xs
+            _, states, *_ = jax.vmap(env.step)(keys, states, action, params)
+            return states, jax.vmap(env.start_from_state)(states)
+
+        _, path = jax.lax.scan(one, states, (actions, step_keys))  # [L, W, S]
+        first = jax.vmap(env.start_from_state)(states)
+        visited = jnp.concatenate([first[None], path]).astype(jnp.float32)
+        return jnp.swapaxes(visited, 0, 1)
+
+    # -- records -------------------------------------------------------------------------
+
+    def snapshot(self, state: ReverseState) -> dict:
+        label = self.labels(state)
+        return {
+            "batch": state.batch,
+            "batch_is_new": state.is_new,
+            "batch_rate": label["rate"],
+            "batch_attempts": state.attempts,
+            "buffer": state.buffer,
+            "buffer_count": state.buffer_count,
+            "buffer_seen": state.buffer_seen,
+            "rounds": state.rounds,
+            "last_good": state.last_good,
+            "episodes_seen": state.episodes_seen,
+        }
+
+
+def _uniform_index(u: jax.Array, size: jax.Array) -> jax.Array:
+    """Uniform numbers u in [0, 1) -> indices in [0, size)."""
+    return jnp.minimum(jnp.floor(u * size).astype(jnp.int32), jnp.maximum(size - 1, 0))
+
+
+def _uniform_actions(space, u: jax.Array) -> jax.Array:
+    """Uniform numbers [..., *action shape] in [0, 1) -> uniform actions of a gymnax
+    Discrete or Box space."""
+    if isinstance(space, spaces.Discrete):
+        return jnp.minimum(jnp.floor(u * space.n), space.n - 1).astype(space.dtype)
+    if isinstance(space, spaces.Box):
+        low = jnp.broadcast_to(jnp.asarray(space.low, jnp.float32), space.shape)
+        high = jnp.broadcast_to(jnp.asarray(space.high, jnp.float32), space.shape)
+        return low + u * (high - low)
+    raise ConfigError(
+        f"teacher.env: random walks need a Discrete or Box action space, got {type(space)}"
+    )
+
+
+@struct.dataclass
+class UniformStartParams:
+    base_task: jax.Array
+    """[D] the task whose start part is replaced."""
+
+
+@struct.dataclass
+class UniformStartState:
+    params: UniformStartParams
+    episodes_seen: jax.Array
+
+
+@dataclass(frozen=True)
+class UniformStartTeacher:
+    """Baseline: starts uniform over the task space's start part, goal fixed.
+
+    A uniform task is mapped to the env's params and reset (so a start in a wall lands
+    where the env puts it: goal_maze's nearest free cell), and the start read back from
+    that state; the goal part comes from `base_task`.
+    """
+
+    task_space: Box
+    env: StartTaskEnv | None = None
+    base_task: tuple[float, ...] | None = None
+
+    needs_env = True
+    """Registry flag (not a field): the factory needs env=..., a StartTaskEnv."""
+
+    def __post_init__(self):
+        _check_env(self.env, self.task_space, "uniform_start")
+        object.__setattr__(self, "base_task", _base_task(self.task_space, self.base_task))
+
+    def default_params(self) -> UniformStartParams:
+        base = self.task_space.default_task if self.base_task is None else self.base_task
+        return UniformStartParams(base_task=jnp.asarray(base, jnp.float32))
+
+    def init(self, key: jax.Array, params: UniformStartParams) -> UniformStartState:
+        del key
+        return UniformStartState(params=params, episodes_seen=jnp.zeros((), jnp.int32))
+
+    def sample(self, state: UniformStartState, key: jax.Array, n: int):
+        env = self.env
+        task_key, reset_key = jax.random.split(key)
+        uniform = self.task_space.sample_uniform(task_key, n)
+        _, env_states = jax.vmap(env.reset)(
+            jax.random.split(reset_key, n), env.params_for_tasks(uniform)
+        )
+        starts = jax.vmap(env.start_from_state)(env_states)
+        base = jnp.broadcast_to(state.params.base_task, (n, self.task_space.dim))
+        tasks = self.task_space.clip(env.task_with_start(base, starts))
+        return state, tasks, default_info(n)
+
+    def update(self, state, tasks, feedback: Feedback, step):
+        del tasks, step
+        return state.replace(episodes_seen=state.episodes_seen + feedback.count.astype(jnp.int32))
+
+    def snapshot(self, state) -> dict:
+        return {"episodes_seen": state.episodes_seen}
+
+
+REVERSE_PRESETS: dict[str, dict] = {
+    # Florensa et al. 2017: N_new 200, N_old 100, T_B 50, M = 10000 expansion states,
+    # 5 training iterations per outer iteration, good starts in [0.1, 0.9].
+    "florensa2017": dict(
+        n_new=200,
+        n_old=100,
+        brownian_horizon=50,
+        num_walks=200,
+        updates_per_round=5,
+        r_min=0.1,
+        r_max=0.9,
+    ),
+    # Small grids and CPU runs: short walks (a u_maze is 16 steps across at most).
+    "small": dict(
+        n_new=64,
+        n_old=32,
+        brownian_horizon=5,
+        num_walks=64,
+        updates_per_round=2,
+        buffer_capacity=1024,
+        r_min=0.1,
+        r_max=0.9,
+    ),
+}
+"""Named settings of the reverse teacher."""
+
+
+def make_reverse(task_space: Box, preset: str = "florensa2017", **overrides) -> ReverseTeacher:
+    """ReverseTeacher from a named preset plus keyword overrides (env=... is required)."""
+    if preset not in REVERSE_PRESETS:
+        raise ConfigError(
+            f"teacher.preset: unknown reverse preset {preset!r} "
+            f"(known: {', '.join(REVERSE_PRESETS)})"
+        )
+    unknown = sorted(set(overrides) - _REVERSE_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"teacher.{unknown[0]}: unknown reverse option "
+            f"(known: {', '.join(sorted(_REVERSE_KEYS))})"
+        )
+    return ReverseTeacher(task_space=task_space, **{**REVERSE_PRESETS[preset], **overrides})
+
+
+_REVERSE_KEYS = frozenset(f.name for f in fields(ReverseTeacher)) - {"task_space"}
+make_reverse.config_keys = _REVERSE_KEYS | {"preset"}
+make_reverse.needs_env = True  # the factory needs env=..., a StartTaskEnv
+make_reverse.presets = REVERSE_PRESETS
+
+TEACHERS.register("reverse")(make_reverse)
+TEACHERS.register("uniform_start")(UniformStartTeacher)
+
+__all__ = [
+    "REVERSE_PRESETS",
+    "ReverseParams",
+    "ReverseState",
+    "ReverseTeacher",
+    "UniformStartParams",
+    "UniformStartState",
+    "UniformStartTeacher",
+    "make_reverse",
+]

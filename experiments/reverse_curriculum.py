@@ -1,0 +1,283 @@
+"""Reverse curriculum (Florensa et al. 2017) vs uniform starts vs a fixed far start:
+PPO on goal_maze, several vmapped seeds per method.
+
+    python -m experiments.reverse_curriculum [--config experiments/configs/reverse_curriculum.yaml]
+        [--set base.loop.total_env_steps=100000 ...] [--methods reverse uniform_start fixed]
+        [--seeds N] [--out runs/reverse_curriculum] [--no-progress]
+
+The goal is the layout's G; the hard start is the free cell farthest from it by BFS. All
+methods hand out tasks with that goal: `reverse` starts near the goal and grows outwards,
+`uniform_start` draws starts uniformly, `fixed` always starts at the hard start. The
+metric, every `eval_every` env steps, is success *from the hard start*: the greedy
+policy's (one deterministic episode; 0 or 1 per seed) and the sampled policy's success
+rate over `eval_episodes` episodes. Also recorded: the mean BFS distance to the goal of
+the starts handed out (the curriculum's reach). Writes results.json, table.md and
+curves.png to --out and prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from acl.config import ComponentConfig, ExperimentConfig, apply_overrides, load_yaml, parse_config
+from acl.errors import ConfigError
+from acl.results import format_table, mean_se, provenance
+
+METHODS = ("reverse", "uniform_start", "fixed")
+DEFAULT_CONFIG = Path(__file__).parent / "configs" / "reverse_curriculum.yaml"
+
+
+@dataclass(frozen=True)
+class ReverseCurriculumConfig:
+    """The comparison: one base experiment, run once per method."""
+
+    base: ExperimentConfig
+    """Env (goal_maze), agent, loop and seeds shared by every method; its teacher is
+    replaced per method."""
+    methods: tuple[str, ...] = METHODS
+    """Which of reverse, uniform_start, fixed to run."""
+    reverse: dict = field(default_factory=dict)
+    """Keyword arguments of `make_reverse` (preset and overrides; checked by it)."""
+    eval_episodes: int = 32
+    """Sampled-policy episodes from the hard start per evaluation."""
+
+
+def parse(data: dict) -> ReverseCurriculumConfig:
+    known = {"base", "methods", "reverse", "eval_episodes"}
+    for key in data:
+        if key not in known:
+            raise ConfigError(f"config: unknown key {key!r} (known: {', '.join(sorted(known))})")
+    base = parse_config(data.get("base") or {})
+    if base.env.name != "goal_maze":
+        raise ConfigError(f"base.env.name must be goal_maze (BFS distances), got {base.env.name}")
+    if base.loop.mode != "episode":
+        raise ConfigError("base.loop.mode must be episode (starts are taken at each reset)")
+    methods = tuple(data.get("methods") or METHODS)
+    for m in methods:
+        if m not in METHODS:
+            raise ConfigError(f"methods: unknown method {m!r} (known: {', '.join(METHODS)})")
+    reverse = data.get("reverse") or {}
+    if not isinstance(reverse, dict):
+        raise ConfigError(f"reverse: expected a mapping of teacher options, got {reverse!r}")
+    episodes = data.get("eval_episodes", 32)
+    if not isinstance(episodes, int) or isinstance(episodes, bool) or episodes < 1:
+        raise ConfigError(f"eval_episodes must be a positive integer, got {episodes!r}")
+    return ReverseCurriculumConfig(base, methods, dict(reverse), episodes)
+
+
+def hard_task(env) -> tuple[np.ndarray, int]:
+    """(task [4] from the free cell farthest from the layout's goal, its BFS distance)."""
+    goal = np.asarray(env.default_params().goal)
+    cells = env.free_cells()
+    dist = env.shortest_path_distance(cells, np.broadcast_to(goal, cells.shape))
+    far = cells[int(np.argmax(dist))]
+    return env.task_for(far, goal).astype(np.float32), int(dist.max())
+
+
+def make_trainer(config: ReverseCurriculumConfig, method: str):
+    """(Trainer, env, hard task, its distance) for one method; no compilation."""
+    from acl.teachers import TEACHERS
+    from acl.train import Components, Trainer, build_components, replace_config
+
+    base = replace_config(config.base, teacher=ComponentConfig("fixed"))
+    components = build_components(base)
+    env = components.env
+    task, distance = hard_task(env)
+    # Every teacher's default task is the hard one: the fixed start and the shared goal.
+    space = env.task_space.replace(default=tuple(task.tolist()))
+    if method == "reverse":
+        teacher = TEACHERS.get("reverse")(task_space=space, env=env, **config.reverse)
+    elif method == "uniform_start":
+        teacher = TEACHERS.get("uniform_start")(task_space=space, env=env)
+    else:
+        teacher = TEACHERS.get("fixed")(task_space=space)
+    trainer = Trainer(base, Components(env, teacher, components.agent))
+    return trainer, env, task, distance
+
+
+def chunk_fn(trainer, task: np.ndarray, episodes: int):
+    """jit(vmap(chunk)) over seeds: `iterations_per_chunk` iterations, then success from
+    the hard task (greedy: one episode; sampled: `episodes` episodes)."""
+    import jax
+    import jax.numpy as jnp
+
+    from acl.evaluation import run_episodes
+
+    env, agent = trainer.env, trainer.agent
+    greedy_tasks = np.asarray(task)[None]
+    sampled_tasks = np.repeat(np.asarray(task)[None], episodes, axis=0)
+
+    def chunk(carry):
+        carry, stats = trainer.run_iterations(carry, trainer.iterations_per_chunk)
+        state = carry.seed.agent_state
+        key = jax.random.PRNGKey(trainer.config.eval.seed)
+        greedy = run_episodes(env, agent, state, jnp.asarray(greedy_tasks), key, True)
+        sampled = run_episodes(env, agent, state, jnp.asarray(sampled_tasks), key, False)
+        episodes_done = jnp.maximum(stats["episodes"].sum(), 1)
+        metrics = {
+            "greedy_success": env.is_success(greedy).mean(),
+            "sampled_success": env.is_success(sampled).mean(),
+            "train_success": stats["success_sum"].sum() / episodes_done,
+            "tasks": stats["tasks"].reshape(-1, stats["tasks"].shape[-1]),
+            # The reverse teacher's scalars (rounds, good starts at the last labelling...).
+            "teacher": {
+                k: v
+                for k, v in trainer.teacher.snapshot(carry.seed.teacher_state).items()
+                if jnp.ndim(v) == 0
+            },
+        }
+        return carry, metrics
+
+    axes = trainer.carry_axes
+    return jax.jit(jax.vmap(chunk, in_axes=(axes,), out_axes=(axes, 0)))
+
+
+def run_method(config: ReverseCurriculumConfig, method: str, progress: bool) -> dict:
+    import jax
+    from tqdm.auto import tqdm
+
+    trainer, env, task, distance = make_trainer(config, method)
+    goal = np.asarray(env.default_params().goal)
+    init = trainer.jit_init_seeds()
+    chunk = chunk_fn(trainer, task, config.eval_episodes)
+    t0 = time.perf_counter()
+    carry = init(trainer.seed_keys())
+    compiled = chunk.lower(carry).compile()
+    compile_s = time.perf_counter() - t0
+    curves = {k: [] for k in ("greedy_success", "sampled_success", "train_success", "reach")}
+    steps = []
+    t1 = time.perf_counter()
+    bar = tqdm(range(trainer.num_chunks), desc=method, unit="eval", disable=not progress)
+    for i in bar:
+        carry, metrics = compiled(carry)
+        metrics = jax.device_get(metrics)
+        for name in ("greedy_success", "sampled_success", "train_success"):
+            curves[name].append(np.asarray(metrics[name], np.float64))
+        tasks = np.asarray(metrics["tasks"])  # [S, n, 4]
+        cells = np.asarray(env.coords_to_cell(jax.numpy.asarray(tasks[..., :2])))
+        reach = env.shortest_path_distance(cells, np.broadcast_to(goal, cells.shape))
+        curves["reach"].append(reach.mean(axis=-1).astype(np.float64))
+        for name, value in metrics["teacher"].items():
+            curves.setdefault(f"teacher_{name}", []).append(np.asarray(value, np.float64))
+        steps.append((i + 1) * trainer.steps_per_chunk)
+        bar.set_postfix(sampled=f"{curves['sampled_success'][-1].mean():.2f}")
+    wall = time.perf_counter() - t1
+    total_steps = trainer.steps_per_chunk * trainer.num_chunks * trainer.config.num_seeds
+    out = {k: np.stack(v, axis=1).tolist() for k, v in curves.items()}  # [S, chunks]
+    return {
+        "method": method,
+        "env_steps": steps,
+        "hard_task": task.tolist(),
+        "hard_distance": distance,
+        "compile_seconds": compile_s,
+        "wall_seconds": wall,
+        "env_steps_per_second": total_steps / wall,
+        **out,
+    }
+
+
+def steps_to(curve: np.ndarray, steps: list[int], level: float) -> str:
+    """Median over seeds of the env steps until the curve first reaches `level`."""
+    hits = [steps[int(np.nonzero(c >= level)[0][0])] for c in curve if (c >= level).any()]
+    if not hits:
+        return "never"
+    return f"{int(np.median(hits)):,} ({len(hits)}/{len(curve)})"
+
+
+def table(results: list[dict]) -> str:
+    rows = []
+    for r in results:
+        sampled = np.asarray(r["sampled_success"])
+        greedy = np.asarray(r["greedy_success"])
+        m, se = mean_se(sampled[:, -1])
+        g, gse = mean_se(greedy[:, -1])
+        rows.append(
+            {
+                "method": r["method"],
+                "seeds": len(sampled),
+                "env steps/seed": f"{r['env_steps'][-1]:,}",
+                "final success (sampled)": f"{m:.2f} ± {se:.2f}",
+                "final success (greedy)": f"{g:.2f} ± {gse:.2f}",
+                "steps to 0.5 (sampled)": steps_to(sampled, r["env_steps"], 0.5),
+                "final reach": f"{np.mean(np.asarray(r['reach'])[:, -1]):.1f}",
+                "compile s": f"{r['compile_seconds']:.0f}",
+                "wall s": f"{r['wall_seconds']:.0f}",
+            }
+        )
+    return format_table(rows, list(rows[0]))
+
+
+def plot(results: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for r in results:
+        steps = np.asarray(r["env_steps"])
+        for ax, name in zip(axes, ("sampled_success", "reach")):
+            curve = np.asarray(r[name])
+            mean = curve.mean(0)
+            se = curve.std(0, ddof=1) / np.sqrt(len(curve)) if len(curve) > 1 else 0 * mean
+            ax.plot(steps, mean, label=r["method"])
+            ax.fill_between(steps, mean - se, mean + se, alpha=0.2)
+    axes[0].set(xlabel="env steps / seed", ylabel="success from the hard start", ylim=(-0.02, 1.02))
+    axes[1].set(xlabel="env steps / seed", ylabel="mean BFS distance of starts handed out")
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m experiments.reverse_curriculum")
+    parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="YAML config")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="K=V")
+    parser.add_argument("--methods", nargs="+", default=None, choices=METHODS)
+    parser.add_argument("--seeds", type=int, default=None, help="vmapped seeds per method")
+    parser.add_argument("--out", default="runs/reverse_curriculum")
+    parser.add_argument("--no-progress", action="store_true")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    try:
+        data = apply_overrides(load_yaml(args.config), args.overrides)
+        if args.methods:
+            data["methods"] = args.methods
+        if args.seeds is not None:
+            data.setdefault("base", {})["num_seeds"] = args.seeds
+        config = parse(data)
+        for method in config.methods:
+            make_trainer(config, method)  # every config error before any compilation
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    from acl.results import enable_compilation_cache
+
+    enable_compilation_cache()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results = [run_method(config, m, not args.no_progress) for m in config.methods]
+    text = table(results)
+    print(text)
+    seeds = [config.base.seed + i for i in range(config.base.num_seeds)]
+    payload = {"config": data, "provenance": provenance(seeds), "results": results}
+    (out / "results.json").write_text(json.dumps(payload, indent=1))
+    (out / "table.md").write_text(text + "\n")
+    plot(results, out / "curves.png")
+    print(f"wrote {out / 'results.json'}, {out / 'table.md'}, {out / 'curves.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
