@@ -43,6 +43,7 @@ def probe():
     return trainer, train, carry, metrics
 
 
+@pytest.mark.slow
 def test_dqn_solves_the_discrete_probe_that_an_untrained_agent_fails(probe):
     trainer, _, carry, metrics = probe
     # An untrained greedy policy gets some of the 6 targets right by chance, all of them

@@ -74,6 +74,7 @@ SMALL = dict(
 )
 
 
+@pytest.mark.slow  # seven compiled expansions: 30-60 s on 2 cores
 def test_passes_teacher_harness():
     check_teacher(lambda space: make_reverse(space, env=ToyStartEnv(space), **SMALL))
 
@@ -358,6 +359,7 @@ def test_same_key_same_curriculum():
 # -- point_maze and config -------------------------------------------------------------------
 
 
+@pytest.mark.slow  # compiles point_maze walks: 10-20 s on 2 cores
 def test_point_maze_starts_are_valid_and_near_the_goal():
     env = PointMaze("u_maze")
     teacher = make_reverse(

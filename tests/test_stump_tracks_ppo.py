@@ -175,6 +175,7 @@ def tiny_run(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # the script end to end: a walker compile, 20-40 s on 2 cores
 def test_the_script_writes_its_outputs(tiny_run):
     summary = json.loads((tiny_run / "summary.json").read_text())
     assert summary["updates"] == 2 and summary["env_steps_per_seed"] == 64
@@ -184,6 +185,7 @@ def test_the_script_writes_its_outputs(tiny_run):
         assert (tiny_run / name).exists(), name
 
 
+@pytest.mark.slow  # the script end to end: a walker compile, 20-40 s on 2 cores
 def test_load_policy_round_trips_the_saved_checkpoint(tiny_run):
     env, agent, state = load_agent(tiny_run)
     # What was saved comes back, leaf for leaf; the normaliser is the trained one.

@@ -213,6 +213,8 @@ def test_notebook_is_stored_clean():
     assert "ACL_NOTEBOOK_STEPS" in params.source
 
 
+# slow: executing the notebook compiles a walker rollout (about a minute on 2 cores).
+@pytest.mark.slow
 @pytest.mark.parametrize("cwd", [ROOT / "notebooks"], ids=["notebooks-dir"])
 def test_notebook_executes(monkeypatch, cwd):
     monkeypatch.setenv("ACL_NOTEBOOK_STEPS", "8")
