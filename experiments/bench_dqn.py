@@ -16,23 +16,14 @@ and prints env steps/s, gradient updates/s (summed over seeds) and the ratio to 
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 
 import jax
 import jax.numpy as jnp
 
+from acl.benchmark.timing import median_call, random_action_throughput
+
 CONFIG_PATH = "experiments/configs/bit_flip_her.yaml"
-
-
-def median_call(fn, *args, repeats: int) -> float:
-    """Median wall time of `repeats` calls, blocking on the result."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def make_trainer(bits: int, seeds: int):
@@ -80,41 +71,14 @@ def bench_raw(bits: int, seeds: int, iterations: int, repeats: int) -> dict:
     trainer = make_trainer(bits, 1)
     env = trainer.env
     n = seeds * trainer.num_envs
-    steps = iterations * trainer.num_steps
     tasks = jax.random.uniform(jax.random.PRNGKey(1), (n, env.task_space.dim))
     params = env.params_for_tasks(tasks)
-
-    def rollout(key):
-        _, state = jax.vmap(env.reset)(jax.random.split(key, n), params)
-
-        def step(state, key):
-            k_act, k_step, k_reset = jax.random.split(key, 3)
-            action = jax.random.randint(k_act, (n,), 0, env.num_bits)
-            _, next_state, reward, terminated, truncated, _ = jax.vmap(env.step)(
-                jax.random.split(k_step, n), state, action, params
-            )
-            _, fresh = jax.vmap(env.reset)(jax.random.split(k_reset, n), params)
-            done = terminated | truncated
-            state = jax.tree.map(
-                lambda a, b: jnp.where(done.reshape(done.shape + (1,) * (a.ndim - 1)), a, b),
-                fresh,
-                next_state,
-            )
-            return state, reward.sum()
-
-        return jax.lax.scan(step, state, jax.random.split(key, steps))[1].sum()
-
-    key = jax.random.PRNGKey(0)
-    start = time.perf_counter()
-    run = jax.jit(rollout).lower(key).compile()
-    compile_seconds = time.perf_counter() - start
-    seconds = median_call(run, key, repeats=repeats)
-    return {
-        "compile_seconds": compile_seconds,
-        "seconds": seconds,
-        "env_steps": n * steps,
-        "steps_per_second": n * steps / seconds,
-    }
+    return random_action_throughput(
+        env,
+        params,
+        iterations * trainer.num_steps,
+        timer=lambda run, key: median_call(run, key, repeats=repeats),
+    )
 
 
 def main(argv=None) -> int:

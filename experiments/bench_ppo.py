@@ -13,12 +13,10 @@ and prints env steps/s for both and their ratio.
 from __future__ import annotations
 
 import argparse
-import time
 
-import jax
 import jax.numpy as jnp
 
-from acl.benchmark.timing import report, time_call, training_throughput
+from acl.benchmark.timing import random_action_throughput, report, training_throughput
 from acl.config import parse_config
 from acl.train import Trainer
 
@@ -41,42 +39,10 @@ def bench_raw(num_seeds: int, iterations: int) -> dict:
     trainer = Trainer(parse_config({**CONFIG, "num_seeds": 1}))
     env = trainer.env
     n = num_seeds * trainer.num_envs
-    steps = iterations * trainer.num_steps
     params = env.params_for_tasks(
         jnp.broadcast_to(env.task_space.default_task, (n, env.task_space.dim))
     )
-
-    def rollout(key):
-        obs, state = jax.vmap(env.reset)(jax.random.split(key, n), params)
-
-        def step(state, key):
-            k_act, k_step, k_reset = jax.random.split(key, 3)
-            action = jax.random.randint(k_act, (n,), 0, 2)
-            _, next_state, reward, terminated, truncated, _ = jax.vmap(env.step)(
-                jax.random.split(k_step, n), state, action, params
-            )
-            _, fresh = jax.vmap(env.reset)(jax.random.split(k_reset, n), params)
-            done = terminated | truncated
-            state = jax.tree.map(
-                lambda a, b: jnp.where(done.reshape(done.shape + (1,) * (a.ndim - 1)), a, b),
-                fresh,
-                next_state,
-            )
-            return state, reward.sum()
-
-        return jax.lax.scan(step, state, jax.random.split(key, steps))[1].sum()
-
-    key = jax.random.PRNGKey(0)
-    start = time.perf_counter()
-    run = jax.jit(rollout).lower(key).compile()
-    compile_seconds = time.perf_counter() - start
-    seconds = time_call(run, key)
-    return {
-        "compile_seconds": compile_seconds,
-        "seconds": seconds,
-        "env_steps": n * steps,
-        "steps_per_second": n * steps / seconds,
-    }
+    return random_action_throughput(env, params, iterations * trainer.num_steps)
 
 
 def main(argv=None) -> int:

@@ -166,3 +166,17 @@ def test_cli_resumes_and_writes_the_report(tmp_path):
         timeout=600,
     )
     assert bad.returncode == 2 and "error" in bad.stderr
+
+
+def test_random_action_throughput_counts_every_instance_step():
+    import jax.numpy as jnp
+
+    from acl.benchmark.timing import random_action_throughput
+    from envs import make_env
+
+    env = make_env("cartpole")
+    tasks = jnp.broadcast_to(env.task_space.default_task, (4, env.task_space.dim))
+    params = env.params_for_tasks(tasks)
+    result = random_action_throughput(env, params, steps=300)
+    assert result["env_steps"] == 4 * 300
+    assert result["steps_per_second"] == pytest.approx(1200 / result["seconds"])

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import statistics
 import time
 
 import jax
 import jax.numpy as jnp
 
+from acl.rollout import select_instances
 from acl.train import Trainer
 
 
@@ -18,6 +20,50 @@ def time_call(fn, *args, repeats: int = 3) -> float:
         jax.block_until_ready(fn(*args))
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def median_call(fn, *args, repeats: int = 3) -> float:
+    """Median wall time of `repeats` calls, blocking on the result."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def random_action_throughput(env, params, steps: int, timer=time_call) -> dict:
+    """Env steps/s of the raw env: `steps` steps of N instances (params [N, ...]) with
+    uniform discrete actions, restarting ended instances as the loop does. `timer(fn,
+    key)` gives the seconds of one run; compile time is measured apart."""
+    n = jax.tree.leaves(params)[0].shape[0]
+    num_actions = env.action_space().n
+
+    def rollout(key):
+        _, state = jax.vmap(env.reset)(jax.random.split(key, n), params)
+
+        def step(state, key):
+            k_act, k_step, k_reset = jax.random.split(key, 3)
+            action = jax.random.randint(k_act, (n,), 0, num_actions)
+            _, next_state, reward, terminated, truncated, _ = jax.vmap(env.step)(
+                jax.random.split(k_step, n), state, action, params
+            )
+            _, fresh = jax.vmap(env.reset)(jax.random.split(k_reset, n), params)
+            return select_instances(terminated | truncated, fresh, next_state), reward.sum()
+
+        return jax.lax.scan(step, state, jax.random.split(key, steps))[1].sum()
+
+    key = jax.random.PRNGKey(0)
+    start = time.perf_counter()
+    run = jax.jit(rollout).lower(key).compile()
+    compile_seconds = time.perf_counter() - start
+    seconds = timer(run, key)
+    return {
+        "compile_seconds": compile_seconds,
+        "seconds": seconds,
+        "env_steps": n * steps,
+        "steps_per_second": n * steps / seconds,
+    }
 
 
 def training_throughput(trainer: Trainer, iterations: int, repeats: int = 3) -> dict:
