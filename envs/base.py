@@ -131,6 +131,23 @@ class GoalTaskEnv(TaskEnv):
         raise NotImplementedError
 
 
+class PositionGoalObservation:
+    """The goal protocol's observation half for obs = (position [P], goal [P]): the
+    achieved goal is the position. Mix into a GoalTaskEnv that sets `goal_dim` = P."""
+
+    goal_dim: int
+
+    def achieved_goal(self, obs: jax.Array) -> jax.Array:
+        return obs[..., : self.goal_dim]
+
+    def desired_goal(self, obs: jax.Array) -> jax.Array:
+        return obs[..., self.goal_dim : 2 * self.goal_dim]
+
+    def with_goal(self, obs: jax.Array, goal: jax.Array) -> jax.Array:
+        goal = jnp.broadcast_to(goal, obs.shape[:-1] + (self.goal_dim,)).astype(obs.dtype)
+        return jnp.concatenate([obs[..., : self.goal_dim], goal], axis=-1)
+
+
 class StartTaskEnv(TaskEnv):
     """A TaskEnv whose start state is part of the task: the host of start curricula.
 

@@ -71,7 +71,7 @@ from gymnax.environments import spaces
 from acl.errors import ConfigError
 from acl.spaces import Box
 from envs._checks import positive_int
-from envs.base import GoalTaskEnv, StartTaskEnv
+from envs.base import GoalTaskEnv, PositionGoalObservation, StartTaskEnv
 from envs.registry import ENVS
 
 LAYOUTS: dict[str, str] = {
@@ -201,7 +201,7 @@ def _bfs(free: np.ndarray, source: int) -> np.ndarray:
 
 
 @ENVS.register("goal_maze")
-class GoalMaze(GoalTaskEnv, StartTaskEnv):
+class GoalMaze(PositionGoalObservation, GoalTaskEnv, StartTaskEnv):
     """Grid maze, task = (start, goal) in normalised coordinates; see the module docstring.
 
     Static config: `layout` (a name in LAYOUTS or a text grid; default `u_maze`),
@@ -407,16 +407,6 @@ class GoalMaze(GoalTaskEnv, StartTaskEnv):
         return spaces.Discrete(4)
 
     # -- goal protocol ------------------------------------------------------------------
-
-    def achieved_goal(self, obs: jax.Array) -> jax.Array:
-        return obs[..., :2]
-
-    def desired_goal(self, obs: jax.Array) -> jax.Array:
-        return obs[..., 2:4]
-
-    def with_goal(self, obs: jax.Array, goal: jax.Array) -> jax.Array:
-        goal = jnp.broadcast_to(goal, obs.shape[:-1] + (2,)).astype(obs.dtype)
-        return jnp.concatenate([obs[..., :2], goal], axis=-1)
 
     def goal_reached(self, achieved: jax.Array, goal: jax.Array) -> jax.Array:
         """Same cell: every coordinate within half a cell."""

@@ -59,7 +59,7 @@ from gymnax.environments import spaces
 from acl.errors import ConfigError
 from acl.spaces import Box
 from envs._checks import positive_int
-from envs.base import GoalTaskEnv, StartTaskEnv
+from envs.base import GoalTaskEnv, PositionGoalObservation, StartTaskEnv
 from envs.registry import ENVS
 
 LAYOUTS: dict[str, tuple[tuple[tuple[float, float], tuple[float, float]], ...]] = {
@@ -174,7 +174,7 @@ def _check_walls(walls) -> np.ndarray:
 
 
 @ENVS.register("point_maze")
-class PointMaze(GoalTaskEnv, StartTaskEnv):
+class PointMaze(PositionGoalObservation, GoalTaskEnv, StartTaskEnv):
     """A point in a maze of segment walls in [0, 1]^2; see the module docstring.
 
     Static config: `layout` (a name in LAYOUTS, default `u_maze`) or `walls` (inner
@@ -328,16 +328,6 @@ class PointMaze(GoalTaskEnv, StartTaskEnv):
         return spaces.Discrete(NUM_ACTIONS)
 
     # -- goal protocol -------------------------------------------------------------------
-
-    def achieved_goal(self, obs: jax.Array) -> jax.Array:
-        return obs[..., :2]
-
-    def desired_goal(self, obs: jax.Array) -> jax.Array:
-        return obs[..., 2:4]
-
-    def with_goal(self, obs: jax.Array, goal: jax.Array) -> jax.Array:
-        goal = jnp.broadcast_to(goal, obs.shape[:-1] + (2,)).astype(obs.dtype)
-        return jnp.concatenate([obs[..., :2], goal], axis=-1)
 
     def goal_reached(self, achieved: jax.Array, goal: jax.Array) -> jax.Array:
         return jnp.linalg.norm(achieved - goal, axis=-1) <= self.goal_tolerance
