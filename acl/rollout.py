@@ -43,6 +43,12 @@ def select_instances(mask: jax.Array, new: Any, old: Any) -> Any:
     return jax.tree.map(pick, new, old)
 
 
+def achieved_goal(env, obs: jax.Array) -> jax.Array | None:
+    """[N, O] -> [N, G] for goal envs (envs.base.GoalTaskEnv), else None."""
+    read = getattr(env, "achieved_goal", None)
+    return None if read is None else read(obs)
+
+
 def start_slots(env, agent, key: jax.Array, tasks: jax.Array, train_on: jax.Array) -> Slots:
     """Reset N instances onto tasks [N, D]."""
     n = tasks.shape[0]
@@ -95,6 +101,7 @@ def collect(
             success=env.is_success(episode_return),
             length=episode_length,
             mask=done,
+            achieved_goal=achieved_goal(env, next_obs),
         )
         transition = Transition(
             obs=slots.obs,

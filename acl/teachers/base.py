@@ -29,7 +29,7 @@ from acl.spaces import Box
 class Feedback:
     """One record per completed episode, in fixed-size arrays; `mask` marks real records.
 
-    Shapes: task [K, D], all others [K].
+    Shapes: task [K, D], achieved_goal [K, G], all others [K].
     """
 
     task: jax.Array
@@ -42,6 +42,10 @@ class Feedback:
     """Episode length in env steps."""
     mask: jax.Array
     """True where the record is a completed episode."""
+    achieved_goal: jax.Array | None = None
+    """[K, G] the goal the episode's final state achieved, for goal envs
+    (`envs.base.GoalTaskEnv.achieved_goal` of the last observation); None otherwise.
+    Goal generators (SVGG) fit their model of reachable goals on it."""
 
     @property
     def count(self) -> jax.Array:
