@@ -6,8 +6,10 @@ Importing this package registers every env in `ENVS`; build one with `make_env(n
 from envs import (  # noqa: F401
     acrobot,
     bit_flip,
+    brax_goal,
     cartpole,
     goal_maze,
+    maze,
     mountain_car,
     pendulum,
     point_maze,

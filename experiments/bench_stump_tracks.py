@@ -45,7 +45,7 @@ from envs.stump_tracks import SOLVER_ITERATIONS, StumpTracks
 
 TARGET_STEPS_PER_SECOND = 1_000_000
 BOX2D_ID = "BipedalWalker-v3"
-EXTRA_PACKAGES = ("jax2d", "gymnasium", "box2d", "pygame")
+EXTRA_PACKAGES = ("jax2d", "gymnasium", "box2d", "pygame-ce")
 
 FULL = {
     "num_envs": [1, 64, 1024],

@@ -16,7 +16,15 @@ from envs import scripted
 from envs.registry import ENVS, make_env
 
 # The envs that are not gymnax envs have their own test files.
-NOT_GYMNAX = ("toy_bandit", "stump_tracks", "bit_flip", "goal_maze", "point_maze")
+NOT_GYMNAX = (
+    "toy_bandit",
+    "stump_tracks",
+    "bit_flip",
+    "goal_maze",
+    "point_maze",
+    "brax_goal",
+    "maze",
+)
 CLASSIC = [name for name in ENVS.names() if name not in NOT_GYMNAX]
 NUM_VMAP_STEPS = 12
 

@@ -436,3 +436,32 @@ def test_the_loop_hands_start_curricula_their_env(name):
     config = tiny_config(env={"name": "goal_maze"}, teacher={"name": name})
     components = build_components(config)
     assert components.teacher.env is components.env
+
+
+@pytest.mark.slow  # compiles Brax walks (spring pipeline): about a minute on 2 cores
+def test_brax_goal_starts_are_valid_and_near_the_goal():
+    from envs.brax_goal import BraxGoal
+
+    env = BraxGoal()
+    horizon = 4
+    teacher = make_reverse(
+        env.task_space,
+        env=env,
+        n_new=30,
+        n_old=10,
+        brownian_horizon=horizon,
+        num_walks=20,
+        buffer_capacity=8,
+    )
+    state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
+    starts = np.asarray(state.batch)
+    goal = np.asarray(env.goal_from_task(jnp.asarray(env.task_space.default)))
+    assert np.asarray(env.is_valid_position(jnp.asarray(starts))).all()
+    reach = np.linalg.norm(starts - goal, axis=-1)
+    # The ball's top speed is 1 m/s, 0.05 per env step (with a little slack for the
+    # pushes out of soft contacts).
+    assert reach.max() <= horizon * 0.05 + 0.02 and reach.max() > 0
+    # Every handed-out task keeps the run's goal.
+    _, tasks, _ = teacher.sample(state, jax.random.PRNGKey(1), 16)
+    goals = np.asarray(env.goal_from_task(tasks))
+    np.testing.assert_allclose(goals, np.broadcast_to(goal, goals.shape), atol=1e-6)

@@ -3,11 +3,9 @@ Reinforcement Learning", Algorithm 1), and a uniform-start baseline.
 
 The teacher hands out *start states* as tasks: `base_task` (the goal the whole run is
 about) with its start part replaced (`StartTaskEnv.task_with_start`). It works with any
-env implementing `envs.base.StartTaskEnv` (goal_maze, point_maze); the env is a static
-field, and its `reset` / `step` drive the Brownian expansion inside jit.
-`acl.train.build_components` does not hand the env to teachers yet, so build this one
-with `make_reverse(task_space, env=env, ...)` and pass `Components` to `Trainer`
-(`experiments/reverse_curriculum.py` does).
+env implementing `envs.base.StartTaskEnv` (goal_maze, point_maze, brax_goal); the env is
+a static field, and its `reset` / `step` drive the Brownian expansion inside jit. The
+factory is marked `needs_env`, so `acl.train.build_components` hands it the run's env.
 
 One *round* is `updates_per_round` calls of `update` (the paper's inner training
 iterations) on a fixed batch of B = n_new + n_old starts:
