@@ -1,6 +1,8 @@
 """The shared rollout: agents act, envs step, and the loop resets instances onto tasks.
 
-Every agent (PPO, DQN, recurrent PPO) collects experience through `collect`.
+Every agent (PPO, DQN, recurrent PPO) collects experience through `collect`. With a
+teacher's `guide` (JSRL), the guide acts for the first h steps of each episode and the
+agent after; h is handed out per episode like the task.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ class Slots:
     episode_length: jax.Array
     recurrent: Any
     """The agent's recurrent carry, [N, ...]."""
+    guide_steps: jax.Array | None = None
+    """[N] int32 the guide acts while the episode's step count is below this (JSRL);
+    None when no teacher has a guide."""
 
 
 def select_instances(mask: jax.Array, new: Any, old: Any) -> Any:
@@ -49,8 +54,15 @@ def achieved_goal(env, obs: jax.Array) -> jax.Array | None:
     return None if read is None else read(obs)
 
 
-def start_slots(env, agent, key: jax.Array, tasks: jax.Array, train_on: jax.Array) -> Slots:
-    """Reset N instances onto tasks [N, D]."""
+def start_slots(
+    env,
+    agent,
+    key: jax.Array,
+    tasks: jax.Array,
+    train_on: jax.Array,
+    guide_steps: jax.Array | None = None,
+) -> Slots:
+    """Reset N instances onto tasks [N, D] (guide horizons [N] where a guide acts)."""
     n = tasks.shape[0]
     params = env.params_for_tasks(tasks)
     obs, state = jax.vmap(env.reset)(jax.random.split(key, n), params)
@@ -63,6 +75,7 @@ def start_slots(env, agent, key: jax.Array, tasks: jax.Array, train_on: jax.Arra
         episode_return=jnp.zeros(n),
         episode_length=jnp.zeros(n, jnp.int32),
         recurrent=agent.initial_carry(n),
+        guide_steps=guide_steps,
     )
 
 
@@ -75,20 +88,39 @@ def collect(
     next_tasks: jax.Array | None,
     next_train_on: jax.Array | None,
     num_steps: int,
+    guide=None,
+    next_guide_steps: jax.Array | None = None,
 ):
     """Roll N instances for `num_steps` steps.
 
     An instance whose episode ends at step t restarts on `next_tasks[t]` ([T, N, D]), or on
     its own task again when `next_tasks` is None (batch mode).
 
+    `guide` (a teacher's, or None): while an episode has taken fewer than
+    `slots.guide_steps` steps, the guide's action is executed instead of the agent's; a
+    restarting episode takes its horizon from `next_guide_steps[t]` ([T, N]; None: keep
+    the instance's own). With guide None nothing of this is traced.
+
     Returns (slots, Transition [T, N], Feedback with K = T * N records, mask = episode ended).
     """
     n = slots.task.shape[0]
+    if guide is not None and slots.guide_steps is None:
+        raise ValueError("collect: a guide needs slots with guide_steps (start_slots(...))")
 
     def step(slots: Slots, xs):
-        step_key, new_task, new_train_on = xs
-        act_key, env_key, reset_key = jax.random.split(step_key, 3)
+        step_key, new_task, new_train_on, new_guide_steps = xs
+        guided = None
+        if guide is None:
+            act_key, env_key, reset_key = jax.random.split(step_key, 3)
+        else:
+            act_key, env_key, reset_key, guide_key = jax.random.split(step_key, 4)
         action, recurrent, extras = agent.act(agent_state, slots.obs, slots.recurrent, act_key)
+        if guide is not None:
+            # The agent still acts everywhere: its extras (PPO's value) feed GAE on guide
+            # steps too, and its recurrent carry keeps following the observations.
+            guided = slots.episode_length < slots.guide_steps
+            guide_action = guide.act(slots.obs, slots.env_state, slots.params, guide_key)
+            action = select_instances(guided, guide_action.astype(action.dtype), action)
         next_obs, env_state, reward, terminated, truncated, _ = jax.vmap(env.step)(
             jax.random.split(env_key, n), slots.env_state, agent.env_action(action), slots.params
         )
@@ -102,6 +134,7 @@ def collect(
             length=episode_length,
             mask=done,
             achieved_goal=achieved_goal(env, next_obs),
+            guide_steps=slots.guide_steps,
         )
         transition = Transition(
             obs=slots.obs,
@@ -112,10 +145,13 @@ def collect(
             next_obs=next_obs,
             loss_mask=slots.train_on,
             extras=extras,
+            guided=guided,
         )
         if new_task is None:
             new_task, new_train_on = slots.task, slots.train_on
-        fresh = start_slots(env, agent, reset_key, new_task, new_train_on)
+        if new_guide_steps is None:
+            new_guide_steps = slots.guide_steps
+        fresh = start_slots(env, agent, reset_key, new_task, new_train_on, new_guide_steps)
         continuing = Slots(
             env_state=env_state,
             obs=next_obs,
@@ -125,10 +161,11 @@ def collect(
             episode_return=episode_return,
             episode_length=episode_length,
             recurrent=recurrent,
+            guide_steps=slots.guide_steps,
         )
         return select_instances(done, fresh, continuing), (transition, record)
 
-    xs = (jax.random.split(key, num_steps), next_tasks, next_train_on)
+    xs = (jax.random.split(key, num_steps), next_tasks, next_train_on, next_guide_steps)
     slots, (transitions, records) = jax.lax.scan(step, slots, xs, length=num_steps)
     feedback = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), records)
     return slots, transitions, feedback

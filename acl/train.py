@@ -11,6 +11,10 @@ or all resetting onto new levels in `batch` mode), the agent updates, the teache
 one feedback record per completed episode. Each chunk ends with an evaluation on the
 fixed test set.
 
+A teacher that owns a `guide` (JSRL) hands out a guide horizon h per instance
+(`SampleInfo.guide_steps`); the guide then acts for the first h steps of each episode
+(`acl.rollout.collect`). The test-set evaluation always plays the agent alone.
+
 Periodic work (agent re-initialisation) is keyed on the iteration counter, which is not
 part of the per-seed state: under `vmap` over seeds it stays a scalar, so `lax.cond`
 stays a real branch instead of becoming a select that runs both sides.
@@ -182,6 +186,8 @@ class Trainer:
             )
         c = components or build_components(config, challenged)
         self.env, self.teacher, self.agent = c.env, c.teacher, c.agent
+        # Static: without a guide the rollout traces no guide code at all.
+        self.guide = getattr(self.teacher, "guide", None)
         loop = config.loop
         bind = getattr(self.agent, "bind", None)
         if bind is not None:
@@ -224,7 +230,9 @@ class Trainer:
         teacher_state = self.teacher.init(teacher_key, params)
         teacher_state, tasks, info = self.teacher.sample(teacher_state, sample_key, self.num_envs)
         env = self.rollout_env(challenge)
-        slots = start_slots(env, self.agent, reset_key, tasks, info.train_on)
+        slots = start_slots(
+            env, self.agent, reset_key, tasks, info.train_on, self._guide_steps(info)
+        )
         return LoopCarry(
             iteration=jnp.zeros((), jnp.int32),
             seed=SeedCarry(agent_state, teacher_state, slots, loop_key, challenge),
@@ -233,6 +241,10 @@ class Trainer:
     def rollout_env(self, challenge: Challenge | None):
         """The env the instances run: tasks in teacher coordinates when challenged."""
         return self.env if challenge is None else MappedEnv(self.env, challenge)
+
+    def _guide_steps(self, info) -> jax.Array | None:
+        """The guide horizons [n] of `info`, or None (not carried) without a guide."""
+        return None if self.guide is None else info.guide_steps
 
     def env_tasks(self, tasks: jax.Array, challenge: Challenge | None) -> jax.Array:
         """Teacher tasks [..., D] as the env's tasks (for logs)."""
@@ -248,13 +260,18 @@ class Trainer:
             teacher_state, tasks, info = self.teacher.sample(teacher_state, sample_key, n)
             next_tasks = tasks.reshape(self.num_steps, self.num_envs, -1)
             next_train_on = info.train_on.reshape(self.num_steps, self.num_envs)
+            next_guide_steps = self._guide_steps(info)
+            if next_guide_steps is not None:
+                next_guide_steps = next_guide_steps.reshape(self.num_steps, self.num_envs)
         else:
             teacher_state, tasks, info = self.teacher.sample(
                 teacher_state, sample_key, self.num_envs
             )
             reset_key, rollout_key = jax.random.split(rollout_key)
-            slots = start_slots(env, self.agent, reset_key, tasks, info.train_on)
-            next_tasks = next_train_on = None
+            slots = start_slots(
+                env, self.agent, reset_key, tasks, info.train_on, self._guide_steps(info)
+            )
+            next_tasks = next_train_on = next_guide_steps = None
         slots, batch, feedback = collect(
             env,
             self.agent,
@@ -264,6 +281,8 @@ class Trainer:
             next_tasks,
             next_train_on,
             self.num_steps,
+            guide=self.guide,
+            next_guide_steps=next_guide_steps,
         )
         episode_stats = {
             "return_sum": (feedback.episode_return * feedback.mask).sum(),

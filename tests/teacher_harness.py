@@ -89,6 +89,7 @@ def check_teacher(make_teacher, rounds: int = 12, batch: int = 32, num_seeds: in
         key, k_sample, k_feedback = jax.random.split(key, 3)
         state, tasks, info = sample(state, k_sample, batch)
         assert isinstance(info, SampleInfo) and info.train_on.shape == (batch,)
+        assert info.guide_steps.shape == (batch,) and info.guide_steps.dtype == jnp.int32
         assert_valid_tasks(tasks, batch)
         state = update(state, tasks, random_feedback(k_feedback, tasks), jnp.int32(step))
         _, after, _ = sample(state, k_sample, batch)

@@ -26,9 +26,12 @@ class Transition:
     next_obs: jax.Array
     """Observation after the step, before any reset: bootstraps truncated episodes."""
     loss_mask: jax.Array
-    """1.0 where the learner may learn from this step (robust PLR, JSRL guide steps: 0)."""
+    """1.0 where the learner may learn from this step (robust PLR: 0)."""
     extras: Any
     """Agent-specific per-step outputs of `act` (e.g. log-prob and value)."""
+    guided: jax.Array | None = None
+    """bool: a teacher's guide chose `action` here, not the agent (JSRL); None when no
+    teacher has a guide. On-policy agents leave these steps out of their loss."""
 
 
 def gae(

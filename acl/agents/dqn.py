@@ -232,7 +232,10 @@ class DQN:
         )
 
     def update(self, state: DQNState, batch: Transition, key: jax.Array):
-        """Store a [T, N] rollout, then `gradient_steps` steps. Returns (state, scalar metrics)."""
+        """Store a [T, N] rollout, then `gradient_steps` steps. Returns (state, scalar metrics).
+
+        A guide's steps (`batch.guided`, JSRL) are stored like the agent's own: Q-learning
+        is off-policy."""
         c, h = self.config, state.hyper
         staging, buffer = stage_rollout(state.staging, state.buffer, batch)
         steps_collected = batch.reward.shape[0] * batch.reward.shape[1]

@@ -203,6 +203,12 @@ class PPO:
     def update(self, state: PPOState, batch: Transition, key: jax.Array):
         """One PPO update on a [T, N] rollout. Returns (state, metrics of scalars)."""
         h = state.hyper
+        loss_mask = batch.loss_mask.astype(jnp.float32)
+        if batch.guided is not None:
+            # A guide's actions are off-policy for PPO (JSRL): out of the loss. GAE still
+            # runs through them; they precede the agent's steps in an episode, so the
+            # agent's advantages do not depend on them.
+            loss_mask = loss_mask * (1.0 - batch.guided.astype(jnp.float32))
         next_values = self.value(state, batch.next_obs)
         advantages, targets = gae(
             batch.reward * h.reward_scale,
@@ -218,7 +224,7 @@ class PPO:
             {
                 "obs": batch.obs,
                 "action": batch.action,
-                "loss_mask": batch.loss_mask.astype(jnp.float32),
+                "loss_mask": loss_mask,
                 "advantage": advantages,
                 "target": targets,
                 "old_log_prob": batch.extras.log_prob,

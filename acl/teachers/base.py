@@ -8,6 +8,12 @@ A teacher object holds only shape-setting fields; everything numeric lives in th
     update(state, tasks, feedback, step) -> state
     snapshot(state) -> dict of arrays        (what a run directory records at each evaluation)
 
+A teacher may also own a `guide` attribute (JSRL): an object with a jittable
+`act(obs [N, O], env_state, env_params, key) -> actions [N, ...]` in the agent's action
+space (env_state and env_params batched over the N instances). The loop then runs the
+guide for the first `SampleInfo.guide_steps` steps of each episode and the agent after.
+Without one (`getattr(teacher, "guide", None) is None`) the loop is compiled as before.
+
 `step` is the number of `update` calls before this one. It is the same for every seed
 and never vmapped, so periodic work keyed on it (a GMM fit every `fit_every` updates)
 stays a real `lax.cond` under a vmap over seeds instead of a select that runs every time.
@@ -46,6 +52,9 @@ class Feedback:
     """[K, G] the goal the episode's final state achieved, for goal envs
     (`envs.base.GoalTaskEnv.achieved_goal` of the last observation); None otherwise.
     Goal generators (SVGG) fit their model of reachable goals on it."""
+    guide_steps: jax.Array | None = None
+    """[K] int32 the guide horizon h the episode ran with (JSRL: a teacher-owned guide
+    acted for its first h steps); None when no teacher has a guide."""
 
     @property
     def count(self) -> jax.Array:
@@ -70,10 +79,13 @@ class SampleInfo:
 
     train_on: jax.Array
     """False: the student must not learn from this instance's episodes (robust PLR)."""
+    guide_steps: jax.Array
+    """int32: the teacher's guide acts for the first h steps of the episode, the student
+    after (JSRL). Read only when the teacher owns a `guide`."""
 
 
 def default_info(n: int) -> SampleInfo:
-    return SampleInfo(train_on=jnp.ones((n,), bool))
+    return SampleInfo(train_on=jnp.ones((n,), bool), guide_steps=jnp.zeros((n,), jnp.int32))
 
 
 @runtime_checkable

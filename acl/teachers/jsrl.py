@@ -1,0 +1,482 @@
+"""Jump-Start RL (Uchendu et al. 2023, "Jump-Start Reinforcement Learning"): a guide
+policy acts for the first h steps of every episode and the learning policy after, and a
+curriculum lowers h toward 0 as the learner becomes able to take over from earlier on.
+
+The teacher (registered as `jsrl`) hands out one fixed base task (`base_task`, default
+the task space's default task) and a guide horizon h per episode
+(`SampleInfo.guide_steps`). It owns the `guide`; the loop runs it for those h steps
+(`acl.rollout.collect`) and marks them in `Transition.guided`: PPO leaves them out of its
+loss (they are off-policy), DQN learns from them. The loop's test-set evaluation plays
+the learner alone.
+
+Variants (`variant`):
+- `curriculum` (the paper's JSRL): stages s = 0..n_stages with horizons
+  h_s = round(H (n_stages - s) / n_stages), from the guide horizon H down to 0. A stage's
+  evaluated return is the mean return of the last `window` episodes that ran with its h
+  (episodes started under an earlier stage and finishing under this one do not count:
+  `Feedback.guide_steps` tells them apart). Once the window is full and that mean
+  reaches best - tolerance, the next stage starts with an empty window and
+  best = max(best, mean). The first stage has no best yet: it advances as soon as its
+  window is full, and its mean (the guide-led return) becomes the first best.
+- `random` (the paper's random-switching variant): h uniform in {0, ..., H}, drawn per
+  episode.
+
+Guides (`guide`):
+- "oracle": goal_maze's shortest-path action (`env.oracle_action`); with probability
+  `guide_epsilon` a uniform random action instead. Default H: the shortest-path length
+  from the base task's start to its goal, the oracle's own episode length.
+- "saved": a trained agent from a run directory (`guide_run`: `agent_params.msgpack` and
+  `config.yaml`, as `acl.experiment.run_experiment` writes them and `experiments.evaluate`
+  reads them): seed `guide_seed`'s final parameters, greedy unless
+  `guide_deterministic` is false. Default H: the env's episode-length limit.
+- any object with a jittable `act(obs [N, O], env_state, env_params, key) -> [N, ...]`
+  (then `guide_horizon` is required unless an env gives its episode-length limit).
+
+Where this departs from the paper, and why:
+- The paper evaluates the combined policy in separate evaluation rollouts; here the
+  evaluated return is a moving window over the current stage's training episodes: no
+  extra env steps, one code path for episode and batch mode, and it stays a pure
+  function of the feedback. With a stochastic learner it scores the sampled policy.
+- The tolerance is a fraction of the env's return range (`return_bounds`, which the loop
+  passes; (0, 1) without them): advance when mean >= best - tolerance * (high - low).
+  Third-party ports scale it by |best| instead, which misbehaves for negative returns
+  such as goal_maze's -1-per-step.
+- n_stages = 10, window = 100 episodes and tolerance = 0.05 are this module's defaults;
+  the paper's per-task settings were not at hand to copy.
+- The horizons are rounded to whole steps, so with n_stages > H some consecutive stages
+  share an h; each still needs a full window.
+
+Stage changes depend on per-seed returns, so under a vmap over seeds they are selects
+on a few scalars and a [window] array (DESIGN.md, "vmap and control flow"): nothing
+expensive runs on either side.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from acl.errors import ConfigError
+from acl.spaces import Box
+from acl.teachers.base import TEACHERS, Feedback, SampleInfo
+
+VARIANTS = ("curriculum", "random")
+
+
+# -- guides -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class OracleGuide:
+    """Shortest-path actions of an env with `oracle_action(obs)` (goal_maze); with
+    probability `epsilon` a uniform random action instead."""
+
+    env: Any
+    epsilon: float = 0.0
+    """Static: 0 traces no noise at all."""
+
+    def act(self, obs: jax.Array, env_state, env_params, key: jax.Array) -> jax.Array:
+        """obs [N, O] -> actions [N] int32."""
+        del env_state, env_params
+        action = self.env.oracle_action(obs)
+        if self.epsilon > 0:
+            flip_key, action_key = jax.random.split(key)
+            num_actions = int(self.env.action_space().n)
+            noise = jax.random.randint(action_key, action.shape, 0, num_actions, dtype=action.dtype)
+            flip = jax.random.uniform(flip_key, action.shape) < self.epsilon
+            action = jnp.where(flip, noise, action)
+        return action
+
+    def episode_length(self, task) -> int:
+        """Steps the noiseless oracle takes from the task's start to its goal (host side)."""
+        task = jnp.asarray(task, jnp.float32)
+        start, goal = self.env.valid_cell(task[:2]), self.env.valid_cell(task[2:4])
+        return int(self.env.shortest_path_distance(start, goal))
+
+
+@dataclass(frozen=True, eq=False)
+class AgentGuide:
+    """A trained feed-forward agent as a guide: `agent.act` with fixed parameters."""
+
+    agent: Any
+    agent_state: Any
+    """One seed's agent state, numpy leaves (closed over as constants when traced)."""
+    deterministic: bool = True
+    env: Any = None
+    """The env the agent was trained on (to check spaces against the learner's)."""
+
+    def act(self, obs: jax.Array, env_state, env_params, key: jax.Array) -> jax.Array:
+        """obs [N, O] -> the agent's actions [N, ...]."""
+        del env_state, env_params
+        state = jax.tree.map(jnp.asarray, self.agent_state)
+        carry = self.agent.initial_carry(obs.shape[0])
+        action, _, _ = self.agent.act(state, obs, carry, key, self.deterministic)
+        return action
+
+
+def load_agent_guide(run_dir, seed_index: int = 0, deterministic: bool = True) -> AgentGuide:
+    """The final agent of seed `seed_index` of a run directory (host side, no JIT).
+
+    Rebuilds the run's env and agent from its config.yaml (its teacher is not built),
+    reads agent_params.msgpack the way `experiments.evaluate` does."""
+    from acl.config import ComponentConfig, parse_config
+    from acl.results import RunDir
+    from acl.train import Trainer, replace_config
+
+    path = Path(run_dir)
+    for name in ("config.yaml", "agent_params.msgpack"):
+        if not (path / name).is_file():
+            raise ConfigError(f"teacher.guide_run: {path} has no {name} (not a finished run)")
+    config = parse_config(RunDir(path).read_config_dict())
+    if not 0 <= seed_index < config.num_seeds:
+        raise ConfigError(
+            f"teacher.guide_seed must be in [0, {config.num_seeds}) for {path}, got {seed_index}"
+        )
+    trainer = Trainer(replace_config(config, teacher=ComponentConfig("fixed")))
+    # Shapes only: nothing is computed (or compiled) to read the file.
+    template = jax.eval_shape(jax.vmap(trainer.init_agent), trainer.seed_keys())
+    states = RunDir(path).load_agent(template)
+    state = jax.tree.map(lambda x: np.asarray(x[seed_index]), states)
+    carry = trainer.agent.initial_carry(1)
+    if any(np.size(leaf) for leaf in jax.tree.leaves(carry)):
+        raise ConfigError("teacher.guide_run: recurrent agents are not supported as guides")
+    return AgentGuide(trainer.agent, state, bool(deterministic), trainer.env)
+
+
+# -- the teacher ----------------------------------------------------------------------------
+
+
+@struct.dataclass
+class JSRLParams:
+    """Numeric hyperparameters (pytree leaves, vmappable)."""
+
+    tolerance: jax.Array
+    """In return units: a stage ends when its mean return >= best - tolerance."""
+    base_task: jax.Array
+    """[D] the one task handed out."""
+
+
+@struct.dataclass
+class JSRLState:
+    params: JSRLParams
+    stage: jax.Array
+    """int32 curriculum stage in [0, n_stages]; h = horizon(stage)."""
+    best: jax.Array
+    """Best evaluated (window-mean) return at a stage change; 0 until has_best."""
+    has_best: jax.Array
+    """bool: the first stage has ended, so `best` is set."""
+    window: jax.Array
+    """[W] returns of the current stage's last episodes (a ring; first `window_count`
+    slots filled)."""
+    window_count: jax.Array
+    """int32 filled slots of `window` (<= W)."""
+    window_next: jax.Array
+    """int32 the slot the next return goes to."""
+    episodes_seen: jax.Array
+    """int32 valid feedback records so far (all stages)."""
+    last_guide_steps: jax.Array
+    """Mean h of the last `sample` call."""
+
+
+def _check(cond: bool, message: str) -> None:
+    if not cond:
+        raise ConfigError(message)
+
+
+def _positive_int(value, name: str) -> int:
+    ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 1
+    _check(ok, f"teacher.{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class JSRLTeacher:
+    """Jump-Start RL's guide-horizon curriculum; see the module docstring."""
+
+    task_space: Box
+    guide: Any
+    """Object with a jittable act(obs, env_state, env_params, key) (static)."""
+    guide_horizon: int
+    """H: the first stage's h, and the top of the random variant's range."""
+    variant: str = "curriculum"
+    """curriculum (h from H down to 0 by stages) or random (h uniform per episode)."""
+    n_stages: int = 10
+    """Stages from h = H to h = 0 (n_stages + 1 horizons)."""
+    window: int = 100
+    """Episodes averaged into a stage's evaluated return."""
+    tolerance: float = 0.05
+    """Fraction of the return range the evaluated return may fall below the best."""
+    base_task: tuple[float, ...] | None = None
+    """The task handed out; None: the task space's default task."""
+    return_bounds: tuple[float, float] | None = None
+    """The env's (low, high) returns; scales `tolerance`. None: (0, 1)."""
+
+    def __post_init__(self):
+        _check(
+            callable(getattr(self.guide, "act", None)),
+            f"teacher.guide: needs an object with act(obs, env_state, env_params, key), "
+            f"got {self.guide!r}",
+        )
+        _check(
+            self.variant in VARIANTS,
+            f"teacher.variant must be one of {', '.join(VARIANTS)}, got {self.variant!r}",
+        )
+        h = self.guide_horizon
+        ok = isinstance(h, (int, np.integer)) and not isinstance(h, bool) and h >= 0
+        _check(ok, f"teacher.guide_horizon must be an integer >= 0, got {h!r}")
+        object.__setattr__(self, "guide_horizon", int(h))
+        object.__setattr__(self, "n_stages", _positive_int(self.n_stages, "n_stages"))
+        object.__setattr__(self, "window", _positive_int(self.window, "window"))
+        _check(
+            float(self.tolerance) >= 0,
+            f"teacher.tolerance must be >= 0, got {self.tolerance}",
+        )
+        if self.return_bounds is not None:
+            lo, hi = map(float, self.return_bounds)
+            _check(lo < hi, f"teacher.return_bounds needs low < high, got {self.return_bounds}")
+            object.__setattr__(self, "return_bounds", (lo, hi))
+        object.__setattr__(self, "base_task", _base_task(self.task_space, self.base_task))
+
+    # -- parameters and state ----------------------------------------------------------
+
+    def default_params(self) -> JSRLParams:
+        lo, hi = self.return_bounds or (0.0, 1.0)
+        base = self.task_space.default_task if self.base_task is None else self.base_task
+        return JSRLParams(
+            tolerance=jnp.asarray(float(self.tolerance) * (hi - lo), jnp.float32),
+            base_task=jnp.asarray(base, jnp.float32),
+        )
+
+    def init(self, key: jax.Array, params: JSRLParams) -> JSRLState:
+        del key
+        zero = jnp.zeros((), jnp.int32)
+        return JSRLState(
+            params=params,
+            stage=zero,
+            best=jnp.zeros((), jnp.float32),
+            has_best=jnp.zeros((), bool),
+            window=jnp.zeros((self.window,), jnp.float32),
+            window_count=zero,
+            window_next=zero,
+            episodes_seen=zero,
+            last_guide_steps=jnp.zeros((), jnp.float32),
+        )
+
+    def horizon(self, stage: jax.Array) -> jax.Array:
+        """int32 h of a curriculum stage: round(H (n - stage) / n), H at 0, 0 at n."""
+        n = self.n_stages
+        stage = jnp.asarray(stage, jnp.int32)
+        return ((self.guide_horizon * (n - stage) + n // 2) // n).astype(jnp.int32)
+
+    # -- tasks -------------------------------------------------------------------------
+
+    def sample(self, state: JSRLState, key: jax.Array, n: int):
+        """n copies of the base task [n, D]; info.guide_steps [n] the h of each episode."""
+        tasks = jnp.broadcast_to(state.params.base_task, (n, self.task_space.dim))
+        if self.variant == "random":
+            h = jax.random.randint(key, (n,), 0, self.guide_horizon + 1, dtype=jnp.int32)
+        else:
+            h = jnp.full((n,), self.horizon(state.stage), jnp.int32)
+        info = SampleInfo(train_on=jnp.ones((n,), bool), guide_steps=h)
+        return state.replace(last_guide_steps=h.mean(dtype=jnp.float32)), tasks, info
+
+    # -- update ------------------------------------------------------------------------
+
+    def update(
+        self, state: JSRLState, tasks: jax.Array, feedback: Feedback, step: jax.Array
+    ) -> JSRLState:
+        """Adds the returns of the current stage's finished episodes to the window; the
+        curriculum then moves to the next stage if the window's mean is good enough."""
+        del tasks, step
+        valid = feedback.mask.astype(bool)
+        episodes_seen = state.episodes_seen + valid.sum(dtype=jnp.int32)
+        if self.variant == "curriculum" and feedback.guide_steps is not None:
+            # An episode that began under an earlier stage says nothing about this one.
+            valid = valid & (feedback.guide_steps == self.horizon(state.stage))
+        state = self._push(state, feedback.episode_return, valid)
+        if self.variant == "curriculum":
+            state = self._advance(state)
+        return state.replace(episodes_seen=episodes_seen)
+
+    def window_mean(self, state: JSRLState) -> jax.Array:
+        filled = jnp.arange(self.window) < state.window_count
+        total = jnp.where(filled, state.window, 0.0).sum()
+        return total / jnp.maximum(state.window_count, 1)
+
+    def _push(self, state: JSRLState, returns: jax.Array, valid: jax.Array) -> JSRLState:
+        """Writes the returns [K] where `valid` into the ring, oldest first; only the last
+        W of them can survive, so only those are written (unique slots)."""
+        w = self.window
+        rank = jnp.cumsum(valid) - 1
+        total = valid.sum(dtype=jnp.int32)
+        keep = valid & (rank >= total - w)
+        slot = jnp.where(keep, (state.window_next + rank) % w, w)  # w: dropped
+        window = state.window.at[slot].set(jnp.where(keep, returns, 0.0), mode="drop")
+        return state.replace(
+            window=window,
+            window_count=jnp.minimum(state.window_count + total, w),
+            window_next=((state.window_next + total) % w).astype(jnp.int32),
+        )
+
+    def _advance(self, state: JSRLState) -> JSRLState:
+        mean = self.window_mean(state)
+        full = state.window_count >= self.window
+        good = ~state.has_best | (mean >= state.best - state.params.tolerance)
+        advance = full & good & (state.stage < self.n_stages)
+        best = jnp.where(state.has_best, jnp.maximum(state.best, mean), mean)
+        zero = jnp.zeros((), jnp.int32)
+        return state.replace(
+            stage=state.stage + advance.astype(jnp.int32),
+            best=jnp.where(advance, best, state.best),
+            has_best=state.has_best | advance,
+            window_count=jnp.where(advance, zero, state.window_count),
+            window_next=jnp.where(advance, zero, state.window_next),
+        )
+
+    # -- records -------------------------------------------------------------------------
+
+    def guide_steps(self, state: JSRLState) -> jax.Array:
+        """The h the next sample hands out (curriculum), or the last sample's mean h."""
+        if self.variant == "random":
+            return state.last_guide_steps
+        return self.horizon(state.stage).astype(jnp.float32)
+
+    def snapshot(self, state: JSRLState) -> dict:
+        return {
+            "guide_steps": self.guide_steps(state),
+            "stage": state.stage,
+            "best_return": state.best,
+            "has_best": state.has_best,
+            "window_return": self.window_mean(state),
+            "window_count": state.window_count,
+            "episodes_seen": state.episodes_seen,
+        }
+
+
+def _base_task(task_space: Box, base_task) -> tuple[float, ...] | None:
+    if base_task is None:
+        return None
+    values = tuple(float(v) for v in np.ravel(base_task))
+    _check(
+        len(values) == task_space.dim,
+        f"teacher.base_task has {len(values)} entries, the task space {task_space.dim}",
+    )
+    low, high = np.asarray(task_space.low), np.asarray(task_space.high)
+    inside = bool(np.all((np.asarray(values) >= low) & (np.asarray(values) <= high)))
+    _check(
+        inside,
+        f"teacher.base_task {values} lies outside the task space "
+        f"[{task_space.low}, {task_space.high}]",
+    )
+    return values
+
+
+def _check_guide_spaces(guide: AgentGuide, env) -> None:
+    """A saved agent must see the learner's observations and act in its action space."""
+    saved = guide.env
+    same_obs = tuple(saved.observation_space().shape) == tuple(env.observation_space().shape)
+    a, b = saved.action_space(), env.action_space()
+    same_actions = type(a) is type(b) and getattr(a, "n", None) == getattr(b, "n", None)
+    same_actions &= tuple(getattr(a, "shape", ())) == tuple(getattr(b, "shape", ()))
+    _check(
+        same_obs and same_actions,
+        "teacher.guide_run: the saved agent's observation or action space differs from "
+        f"the env's ({type(saved).__name__} vs {type(env).__name__})",
+    )
+
+
+def make_jsrl(
+    task_space: Box,
+    env=None,
+    guide: Any = "oracle",
+    guide_epsilon: float = 0.0,
+    guide_run: str | None = None,
+    guide_seed: int = 0,
+    guide_deterministic: bool = True,
+    guide_horizon: int | None = None,
+    variant: str = "curriculum",
+    n_stages: int = 10,
+    window: int = 100,
+    tolerance: float = 0.05,
+    base_task=None,
+    return_bounds=None,
+) -> JSRLTeacher:
+    """JSRLTeacher with its guide built from config keys (module docstring). The loop
+    passes `env` (needs_env) and `return_bounds`."""
+    base = _base_task(task_space, base_task)
+    base = task_space.default_task if base is None else base
+    default_horizon = None if env is None else int(env.max_episode_steps)
+    if isinstance(guide, str):
+        if guide == "oracle":
+            _check(
+                env is not None and callable(getattr(env, "oracle_action", None)),
+                "teacher.guide: the oracle guide needs an env with oracle_action "
+                f"(goal_maze); got {type(env).__name__ if env is not None else 'no env'}",
+            )
+            eps = float(guide_epsilon)
+            _check(0.0 <= eps <= 1.0, f"teacher.guide_epsilon must be in [0, 1], got {eps}")
+            guide = OracleGuide(env, eps)
+            default_horizon = guide.episode_length(np.asarray(base, np.float32))
+        elif guide == "saved":
+            _check(guide_run is not None, "teacher.guide_run: the saved guide needs a run dir")
+            guide = load_agent_guide(guide_run, int(guide_seed), guide_deterministic)
+            if env is not None:
+                _check_guide_spaces(guide, env)
+        else:
+            raise ConfigError(
+                f"teacher.guide must be oracle or saved (or a guide object), got {guide!r}"
+            )
+    if guide_horizon is None:
+        _check(
+            default_horizon is not None,
+            "teacher.guide_horizon: needed when neither the guide nor an env gives one",
+        )
+        guide_horizon = default_horizon
+    return JSRLTeacher(
+        task_space=task_space,
+        guide=guide,
+        guide_horizon=guide_horizon,
+        variant=variant,
+        n_stages=n_stages,
+        window=window,
+        tolerance=tolerance,
+        base_task=base_task,
+        return_bounds=return_bounds,
+    )
+
+
+make_jsrl.config_keys = frozenset(
+    {
+        "guide",
+        "guide_epsilon",
+        "guide_run",
+        "guide_seed",
+        "guide_deterministic",
+        "guide_horizon",
+        "variant",
+        "n_stages",
+        "window",
+        "tolerance",
+        "base_task",
+        "return_bounds",
+    }
+)
+make_jsrl.needs_env = True  # the oracle guide reads the env; H defaults to its limit
+
+TEACHERS.register("jsrl")(make_jsrl)
+
+__all__ = [
+    "AgentGuide",
+    "JSRLParams",
+    "JSRLState",
+    "JSRLTeacher",
+    "OracleGuide",
+    "load_agent_guide",
+    "make_jsrl",
+]

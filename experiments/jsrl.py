@@ -1,0 +1,302 @@
+"""Jump-Start RL (Uchendu et al. 2023) vs learning from scratch: PPO on a sparse-reward
+goal_maze, several vmapped seeds per method, the same env-step budget.
+
+    python -m experiments.jsrl [--config experiments/configs/jsrl_goal_maze.yaml]
+        [--set base.loop.total_env_steps=100000 ...] [--methods jsrl jsrl_random scratch]
+        [--seeds N] [--out runs/jsrl] [--no-progress]
+
+Every method trains on one task, the layout's S -> G (`base.env`'s default task):
+- `jsrl`: the `jsrl` teacher, curriculum variant: a guide (`jsrl.guide`, default the
+  shortest-path oracle) plays the first h steps of each episode, h lowered from the
+  guide's horizon to 0 by stages;
+- `jsrl_random`: the same guide, h uniform in [0, H] per episode;
+- `scratch`: the `fixed` teacher, no guide (h = 0 always; the loop runs as without JSRL).
+
+The metric, every `eval_every` env steps, is the *learner alone* from S (the guide never
+plays in evaluation): the greedy policy's success (one deterministic episode; 0 or 1 per
+seed) and the sampled policy's success rate and mean return over `eval_episodes`
+episodes. Also recorded: the teacher's h and stage. Writes results.json, table.md and
+curves.png to --out and prints the table: mean ± SE over seeds per method, and each
+method's difference from `scratch` with whether it exceeds 2 SE.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from acl.config import ComponentConfig, ExperimentConfig, apply_overrides, load_yaml, parse_config
+from acl.errors import ConfigError
+from acl.results import format_table, mean_se, provenance
+
+METHODS = ("jsrl", "jsrl_random", "scratch")
+DEFAULT_CONFIG = Path(__file__).parent / "configs" / "jsrl_goal_maze.yaml"
+
+
+@dataclass(frozen=True)
+class JSRLExperimentConfig:
+    """The comparison: one base experiment, run once per method."""
+
+    base: ExperimentConfig
+    """Env (goal_maze), agent, loop and seeds shared by every method; its teacher is
+    replaced per method."""
+    methods: tuple[str, ...] = METHODS
+    """Which of jsrl, jsrl_random, scratch to run."""
+    jsrl: dict = field(default_factory=dict)
+    """Keyword arguments of the `jsrl` teacher (guide, n_stages, window, tolerance...);
+    `variant` is set per method."""
+    eval_episodes: int = 32
+    """Sampled-policy episodes from S per evaluation."""
+
+
+def parse(data: dict) -> JSRLExperimentConfig:
+    known = {"base", "methods", "jsrl", "eval_episodes"}
+    for key in data:
+        if key not in known:
+            raise ConfigError(f"config: unknown key {key!r} (known: {', '.join(sorted(known))})")
+    base = parse_config(data.get("base") or {})
+    if base.env.name != "goal_maze":
+        raise ConfigError(
+            f"base.env.name must be goal_maze (the oracle guide), got {base.env.name}"
+        )
+    methods = tuple(data.get("methods") or METHODS)
+    for m in methods:
+        if m not in METHODS:
+            raise ConfigError(f"methods: unknown method {m!r} (known: {', '.join(METHODS)})")
+    jsrl = data.get("jsrl") or {}
+    if not isinstance(jsrl, dict):
+        raise ConfigError(f"jsrl: expected a mapping of teacher options, got {jsrl!r}")
+    if "variant" in jsrl:
+        raise ConfigError("jsrl.variant is set per method (jsrl: curriculum, jsrl_random: random)")
+    episodes = data.get("eval_episodes", 32)
+    if not isinstance(episodes, int) or isinstance(episodes, bool) or episodes < 1:
+        raise ConfigError(f"eval_episodes must be a positive integer, got {episodes!r}")
+    return JSRLExperimentConfig(base, methods, dict(jsrl), episodes)
+
+
+def make_trainer(config: JSRLExperimentConfig, method: str):
+    """(Trainer, task [4], BFS distance of the task) for one method; no compilation."""
+    from acl.train import Trainer, build_components, replace_config
+
+    if method == "scratch":
+        teacher = ComponentConfig("fixed")
+    else:
+        variant = "curriculum" if method == "jsrl" else "random"
+        teacher = ComponentConfig("jsrl", {**config.jsrl, "variant": variant})
+    base = replace_config(config.base, teacher=teacher)
+    components = build_components(base)
+    env = components.env
+    task = np.asarray(env.task_space.default_task, np.float32)
+    cells = np.asarray(env.default_params().start), np.asarray(env.default_params().goal)
+    distance = int(env.shortest_path_distance(*cells))
+    return Trainer(base, components), task, distance
+
+
+def chunk_fn(trainer, task: np.ndarray, episodes: int):
+    """jit(vmap(chunk)) over seeds: `iterations_per_chunk` iterations, then the learner
+    alone from the task (greedy: one episode; sampled: `episodes` episodes)."""
+    import jax
+    import jax.numpy as jnp
+
+    from acl.evaluation import run_episodes
+
+    env, agent = trainer.env, trainer.agent
+    greedy_tasks = np.asarray(task)[None]
+    sampled_tasks = np.repeat(np.asarray(task)[None], episodes, axis=0)
+
+    def chunk(carry):
+        carry, stats = trainer.run_iterations(carry, trainer.iterations_per_chunk)
+        state = carry.seed.agent_state
+        key = jax.random.PRNGKey(trainer.config.eval.seed)
+        greedy = run_episodes(env, agent, state, jnp.asarray(greedy_tasks), key, True)
+        sampled = run_episodes(env, agent, state, jnp.asarray(sampled_tasks), key, False)
+        episodes_done = jnp.maximum(stats["episodes"].sum(), 1)
+        snapshot = trainer.teacher.snapshot(carry.seed.teacher_state)
+        metrics = {
+            "greedy_success": env.is_success(greedy).mean(),
+            "sampled_success": env.is_success(sampled).mean(),
+            "sampled_return": sampled.mean(),
+            "train_success": stats["success_sum"].sum() / episodes_done,
+            "train_return": stats["return_sum"].sum() / episodes_done,
+            "guide_steps": snapshot.get("guide_steps", jnp.zeros(())).astype(jnp.float32),
+            "stage": snapshot.get("stage", jnp.zeros((), jnp.int32)).astype(jnp.float32),
+        }
+        return carry, metrics
+
+    axes = trainer.carry_axes
+    return jax.jit(jax.vmap(chunk, in_axes=(axes,), out_axes=(axes, 0)))
+
+
+CURVES = (
+    "greedy_success",
+    "sampled_success",
+    "sampled_return",
+    "train_success",
+    "train_return",
+    "guide_steps",
+    "stage",
+)
+
+
+def run_method(config: JSRLExperimentConfig, method: str, progress: bool) -> dict:
+    import jax
+    from tqdm.auto import tqdm
+
+    trainer, task, distance = make_trainer(config, method)
+    init = trainer.jit_init_seeds()
+    chunk = chunk_fn(trainer, task, config.eval_episodes)
+    t0 = time.perf_counter()
+    carry = init(trainer.seed_keys())
+    compiled = chunk.lower(carry).compile()
+    compile_s = time.perf_counter() - t0
+    curves = {name: [] for name in CURVES}
+    steps = []
+    t1 = time.perf_counter()
+    bar = tqdm(range(trainer.num_chunks), desc=method, unit="eval", disable=not progress)
+    for i in bar:
+        carry, metrics = compiled(carry)
+        metrics = jax.device_get(metrics)
+        for name in CURVES:
+            curves[name].append(np.asarray(metrics[name], np.float64))
+        steps.append((i + 1) * trainer.steps_per_chunk)
+        bar.set_postfix(
+            sampled=f"{curves['sampled_success'][-1].mean():.2f}",
+            h=f"{curves['guide_steps'][-1].mean():.1f}",
+        )
+    wall = time.perf_counter() - t1
+    total_steps = trainer.steps_per_chunk * trainer.num_chunks * trainer.config.num_seeds
+    out = {k: np.stack(v, axis=1).tolist() for k, v in curves.items()}  # [S, chunks]
+    return {
+        "method": method,
+        "env_steps": steps,
+        "task": task.tolist(),
+        "task_distance": distance,
+        "guide_horizon": getattr(trainer.teacher, "guide_horizon", 0),
+        "compile_seconds": compile_s,
+        "wall_seconds": wall,
+        "env_steps_per_second": total_steps / wall,
+        **out,
+    }
+
+
+def _versus(values: np.ndarray, reference: np.ndarray | None) -> str:
+    """Difference of means from the reference method, its SE, and whether > 2 SE."""
+    if reference is None:
+        return "-"
+    m, se = mean_se(values)
+    r, rse = mean_se(reference)
+    diff, diff_se = m - r, float(np.hypot(se, rse))
+    verdict = "yes" if abs(diff) > 2 * diff_se else "no"
+    return f"{diff:+.2f} ± {diff_se:.2f} (> 2 SE: {verdict})"
+
+
+def table(results: list[dict]) -> str:
+    by_method = {r["method"]: r for r in results}
+    scratch = by_method.get("scratch")
+    ref_final = None if scratch is None else np.asarray(scratch["sampled_success"])[:, -1]
+    ref_mean = None if scratch is None else np.asarray(scratch["sampled_success"]).mean(1)
+    rows = []
+    for r in results:
+        sampled = np.asarray(r["sampled_success"])
+        final, over_run = sampled[:, -1], sampled.mean(axis=1)
+        is_ref = r["method"] == "scratch"
+        fm, fse = mean_se(final)
+        am, ase = mean_se(over_run)
+        gm, gse = mean_se(np.asarray(r["greedy_success"])[:, -1])
+        rm, rse = mean_se(np.asarray(r["sampled_return"])[:, -1])
+        rows.append(
+            {
+                "method": r["method"],
+                "seeds": len(sampled),
+                "env steps/seed": f"{r['env_steps'][-1]:,}",
+                "final success (sampled)": f"{fm:.2f} ± {fse:.2f}",
+                "vs scratch": _versus(final, None if is_ref else ref_final),
+                "mean success over run": f"{am:.2f} ± {ase:.2f}",
+                "vs scratch (run mean)": _versus(over_run, None if is_ref else ref_mean),
+                "final success (greedy)": f"{gm:.2f} ± {gse:.2f}",
+                "final return (sampled)": f"{rm:.1f} ± {rse:.1f}",
+                "final h": f"{np.mean(np.asarray(r['guide_steps'])[:, -1]):.1f}",
+                "compile s": f"{r['compile_seconds']:.0f}",
+                "wall s": f"{r['wall_seconds']:.0f}",
+            }
+        )
+    return format_table(rows, list(rows[0]))
+
+
+def plot(results: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(14, 3.6))
+    panels = ("sampled_success", "sampled_return", "guide_steps")
+    for r in results:
+        steps = np.asarray(r["env_steps"])
+        for ax, name in zip(axes, panels):
+            curve = np.asarray(r[name])
+            mean = curve.mean(0)
+            se = curve.std(0, ddof=1) / np.sqrt(len(curve)) if len(curve) > 1 else 0 * mean
+            ax.plot(steps, mean, label=r["method"])
+            ax.fill_between(steps, mean - se, mean + se, alpha=0.2)
+    axes[0].set(
+        xlabel="env steps / seed", ylabel="learner-alone success from S", ylim=(-0.02, 1.02)
+    )
+    axes[1].set(xlabel="env steps / seed", ylabel="learner-alone return from S (sampled)")
+    axes[2].set(xlabel="env steps / seed", ylabel="guide horizon h (mean handed out)")
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m experiments.jsrl")
+    parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="YAML config")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="K=V")
+    parser.add_argument("--methods", nargs="+", default=None, choices=METHODS)
+    parser.add_argument("--seeds", type=int, default=None, help="vmapped seeds per method")
+    parser.add_argument("--out", default="runs/jsrl")
+    parser.add_argument("--no-progress", action="store_true")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    try:
+        data = apply_overrides(load_yaml(args.config), args.overrides)
+        if args.methods:
+            data["methods"] = args.methods
+        if args.seeds is not None:
+            data.setdefault("base", {})["num_seeds"] = args.seeds
+        config = parse(data)
+        for method in config.methods:
+            make_trainer(config, method)  # every config error before any compilation
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    from acl.results import enable_compilation_cache
+
+    enable_compilation_cache()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results = [run_method(config, m, not args.no_progress) for m in config.methods]
+    text = table(results)
+    print(text)
+    seeds = [config.base.seed + i for i in range(config.base.num_seeds)]
+    payload = {"config": data, "provenance": provenance(seeds), "results": results}
+    (out / "results.json").write_text(json.dumps(payload, indent=1))
+    (out / "table.md").write_text(text + "\n")
+    plot(results, out / "curves.png")
+    print(f"wrote {out / 'results.json'}, {out / 'table.md'}, {out / 'curves.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

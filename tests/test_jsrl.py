@@ -1,0 +1,457 @@
+"""Jump-Start RL (acl.teachers.jsrl): the guide hand-over in the rollout, PPO's masking of
+guide steps, the horizon curriculum and its random variant, the guides."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from acl.agents.common import Transition
+from acl.agents.ppo import PPOExtras, make_ppo
+from acl.errors import ConfigError
+from acl.rollout import collect, start_slots
+from acl.teachers import TEACHERS
+from acl.teachers.base import Feedback
+from acl.teachers.jsrl import JSRLTeacher, OracleGuide, make_jsrl
+from envs.goal_maze import GoalMaze
+from tests.teacher_harness import SPACE, check_teacher
+
+MAZE = GoalMaze("u_maze", max_episode_steps=6)
+"""S and G are 14 steps apart: with a 6-step limit every episode is truncated, so the
+hand-over is seen in every episode."""
+
+
+class StubGuide:
+    """A guide the teacher-only tests never run."""
+
+    def act(self, obs, env_state, env_params, key):
+        return jnp.zeros(obs.shape[:1], jnp.int32)
+
+
+class AntiOracleAgent:
+    """Always an action the oracle would not take, so the executed action tells who chose
+    it: the oracle guide (oracle_action) or this agent (oracle_action + 1 mod 4)."""
+
+    def initial_carry(self, n):
+        return jnp.zeros((n, 0))
+
+    def env_action(self, action):
+        return action
+
+    def act(self, state, obs, carry, key, deterministic=False):
+        return (MAZE.oracle_action(obs) + 1) % 4, carry, ()
+
+
+# -- the rollout: control passes from guide to learner at step h ---------------------------
+
+
+def test_control_passes_from_guide_to_agent_exactly_at_step_h():
+    n, steps = 5, 20
+    agent, guide = AntiOracleAgent(), OracleGuide(MAZE)
+    tasks = jnp.broadcast_to(jnp.asarray(MAZE.task_space.default_task), (n, 4))
+    first_h = jnp.array([0, 1, 3, 6, 9], jnp.int32)  # 6, 9: the guide plays whole episodes
+    next_h = jax.random.randint(jax.random.PRNGKey(1), (steps, n), 0, 8, jnp.int32)
+    next_tasks = jnp.broadcast_to(tasks, (steps, n, 4))
+
+    @jax.jit
+    def run():
+        slots = start_slots(MAZE, agent, jax.random.PRNGKey(0), tasks, jnp.ones(n, bool), first_h)
+        _, batch, feedback = collect(
+            MAZE,
+            agent,
+            None,
+            slots,
+            jax.random.PRNGKey(2),
+            next_tasks,
+            jnp.ones((steps, n), bool),
+            steps,
+            guide=guide,
+            next_guide_steps=next_h,
+        )
+        return batch, feedback, MAZE.oracle_action(batch.obs)
+
+    batch, feedback, oracle = jax.device_get(run())
+    action, guided, done = np.asarray(batch.action), np.asarray(batch.guided), batch.done
+    assert guided.dtype == bool and guided.shape == (steps, n)
+    records_h = np.asarray(feedback.guide_steps).reshape(steps, n)
+    handed_over = 0
+    for i in range(n):
+        h, k = int(first_h[i]), 0  # the episode's horizon and its step count
+        for t in range(steps):
+            expect_guided = k < h
+            assert guided[t, i] == expect_guided, (t, i, k, h)
+            expected = oracle[t, i] if expect_guided else (oracle[t, i] + 1) % 4
+            assert action[t, i] == expected, (t, i, k, h)
+            handed_over += int(0 < h == k)
+            if done[t, i]:
+                assert records_h[t, i] == h  # the feedback names the episode's horizon
+                h, k = int(next_h[t, i]), 0
+            else:
+                k += 1
+    assert done.sum() >= 3 * n, "every instance should finish several episodes"
+    assert handed_over >= 5, "the test needs episodes where the agent takes over mid-way"
+
+
+def test_without_a_guide_nothing_is_carried():
+    from acl.train import Trainer
+    from tests.conftest import tiny_config
+
+    n, steps = 3, 4
+    agent = AntiOracleAgent()
+    tasks = jnp.broadcast_to(jnp.asarray(MAZE.task_space.default_task), (n, 4))
+    slots = start_slots(MAZE, agent, jax.random.PRNGKey(0), tasks, jnp.ones(n, bool))
+    slots, batch, feedback = collect(
+        MAZE, agent, None, slots, jax.random.PRNGKey(1), None, None, steps
+    )
+    assert slots.guide_steps is None and batch.guided is None and feedback.guide_steps is None
+    assert Trainer(tiny_config()).guide is None
+    with pytest.raises(ValueError, match="guide_steps"):
+        collect(MAZE, agent, None, slots, jax.random.PRNGKey(1), None, None, 2, guide=StubGuide())
+
+
+# -- PPO: guide steps are out of the loss ---------------------------------------------------
+
+
+def _ppo_batch(rng: np.random.Generator, guided: np.ndarray) -> Transition:
+    """A [T, N] batch, each column one episode that starts at t = 0 (guide steps first).
+    numpy: building it costs no compilation."""
+    t, n = guided.shape
+    end = np.zeros((t, n), bool)
+    end[-1, 0] = True
+    return Transition(
+        obs=rng.random((t, n, 4), np.float32),
+        action=rng.integers(0, 4, (t, n)).astype(np.int32),
+        reward=-np.ones((t, n), np.float32),
+        terminated=end,
+        done=end,
+        next_obs=rng.random((t, n, 4), np.float32),
+        loss_mask=np.ones((t, n), np.float32),
+        extras=PPOExtras(
+            log_prob=(np.log(0.25) + 0.1 * rng.standard_normal((t, n))).astype(np.float32),
+            value=rng.standard_normal((t, n)).astype(np.float32),
+        ),
+        guided=guided,
+    )
+
+
+def _perturb(batch: Transition, where: np.ndarray, rng: np.random.Generator) -> Transition:
+    """Every per-step field replaced by other finite values where `where` [T, N] is true."""
+    w, w3 = where, where[..., None]
+    shape = where.shape
+    return batch.replace(
+        obs=np.where(w3, rng.random(batch.obs.shape, np.float32), batch.obs),
+        action=np.where(w, (batch.action + 1) % 4, batch.action),
+        reward=np.where(w, 3.0 * rng.standard_normal(shape), batch.reward).astype(np.float32),
+        next_obs=np.where(w3, rng.random(batch.obs.shape, np.float32), batch.next_obs),
+        extras=PPOExtras(
+            log_prob=np.where(w, batch.extras.log_prob - 0.5, batch.extras.log_prob),
+            value=np.where(w, rng.standard_normal(shape), batch.extras.value).astype(np.float32),
+        ),
+    )
+
+
+def test_ppo_loss_ignores_guided_steps_but_not_the_agents_own():
+    ppo = make_ppo(hidden_sizes=[16], update_epochs=1, num_minibatches=1)
+    spaces = (MAZE.observation_space(), MAZE.action_space())
+    state = jax.jit(lambda key: ppo.init(key, *spaces))(jax.random.PRNGKey(0))
+    h = np.array([0, 2, 5, 8])  # column i: guide for its first h[i] of 8 steps
+    guided = np.arange(8)[:, None] < h[None, :]
+    batch = _ppo_batch(np.random.default_rng(1), guided)
+    update = jax.jit(ppo.update)
+    key = jax.random.PRNGKey(2)
+
+    def params_after(batch):
+        new, metrics = jax.device_get(update(state, batch, key))
+        return jax.tree.leaves(new.params), float(metrics["loss"])
+
+    def largest_change(a, b):
+        return max(np.abs(x - y).max() for x, y in zip(a, b))
+
+    base, base_loss = params_after(batch)
+    moved, moved_loss = params_after(_perturb(batch, guided, np.random.default_rng(3)))
+    for a, b in zip(base, moved):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    assert moved_loss == pytest.approx(base_loss, rel=1e-6)
+
+    # The same change on one of the agent's own steps does move the update.
+    own = np.zeros_like(guided)
+    own[6, 1] = True
+    assert not guided[6, 1]
+    changed, _ = params_after(_perturb(batch, own, np.random.default_rng(3)))
+    assert largest_change(base, changed) > 1e-5
+    # Marking the guide's steps is what takes them out: unmarked, they move it too.
+    unmarked = _perturb(batch, guided, np.random.default_rng(3)).replace(
+        guided=np.zeros_like(guided)
+    )
+    assert largest_change(base, params_after(unmarked)[0]) > 1e-5
+
+
+# -- the curriculum ---------------------------------------------------------------------------
+
+
+def records(returns, h, mask=None) -> Feedback:
+    """Finished episodes with these returns, all run with guide horizon h."""
+    returns = jnp.asarray(returns, jnp.float32)
+    k = returns.shape[0]
+    return Feedback(
+        task=jnp.zeros((k, SPACE.dim)),
+        episode_return=returns,
+        success=jnp.zeros((k,), bool),
+        length=jnp.ones((k,), jnp.int32),
+        mask=jnp.ones((k,), bool) if mask is None else jnp.asarray(mask, bool),
+        guide_steps=jnp.full((k,), h, jnp.int32),
+    )
+
+
+def test_curriculum_lowers_h_when_the_threshold_is_met_and_not_otherwise():
+    teacher = JSRLTeacher(
+        SPACE,
+        guide=StubGuide(),
+        guide_horizon=10,
+        n_stages=5,
+        window=4,
+        tolerance=0.1,
+        return_bounds=(0.0, 1.0),
+    )
+    assert [int(teacher.horizon(s)) for s in range(6)] == [10, 8, 6, 4, 2, 0]
+    update = jax.jit(teacher.update)
+    state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
+
+    def step(state, returns, h, mask=None):
+        # Each batch has 8 slots; the unused ones are masked with garbage in them.
+        returns = list(returns)
+        valid = [True] * len(returns) if mask is None else list(mask)
+        pad = 8 - len(returns)
+        fb = records(returns + [np.nan] * pad, h, valid + [False] * pad)
+        return update(state, jnp.zeros((8, SPACE.dim)), fb, jnp.int32(0))
+
+    def h_handed_out(state):
+        _, _, info = teacher.sample(state, jax.random.PRNGKey(1), 6)
+        values = set(np.asarray(info.guide_steps).tolist())
+        assert len(values) == 1
+        return values.pop()
+
+    assert h_handed_out(state) == 10
+    state = step(state, [0.5, 0.5, 0.5], h=10)  # 3 of 4: the window is not full yet
+    assert int(state.stage) == 0 and h_handed_out(state) == 10
+    state = step(state, [0.5, 1.0], h=10, mask=[True, False])  # full; no best yet: advance
+    assert int(state.stage) == 1 and h_handed_out(state) == 8
+    assert bool(state.has_best) and float(state.best) == pytest.approx(0.5)
+    assert int(state.window_count) == 0
+
+    state = step(state, [1.0] * 4, h=10)  # late episodes of the previous stage: ignored
+    assert int(state.stage) == 1 and int(state.window_count) == 0
+    state = step(state, [0.3] * 4, h=8)  # full window, 0.3 < best - tolerance = 0.4
+    assert int(state.stage) == 1 and h_handed_out(state) == 8
+    state = step(state, [0.3] * 4, h=8)
+    assert int(state.stage) == 1
+    state = step(state, [0.45] * 4, h=8)  # the window slides: 0.45 >= 0.4
+    assert int(state.stage) == 2 and h_handed_out(state) == 6
+    assert float(state.best) == pytest.approx(0.5)  # max(best, 0.45)
+
+    # More records than the window in one update: the last four count.
+    state = step(state, [0.0, 0.0, 0.0, 0.45, 0.45, 0.45, 0.45], h=6)
+    assert int(state.stage) == 3
+    state = step(state, [0.45, 0.45, 0.45, 0.45, 0.0], h=4)
+    assert int(state.stage) == 3
+    snapshot = teacher.snapshot(state)
+    assert float(snapshot["window_return"]) == pytest.approx(0.3375)  # the last four
+    assert float(snapshot["guide_steps"]) == 4.0
+
+    for h in (4, 2, 0, 0, 0):  # through the last stage, and no further
+        state = step(state, [0.9] * 4, h=h)
+    assert int(state.stage) == 5 and h_handed_out(state) == 0
+    assert float(state.best) == pytest.approx(0.9)
+
+
+def test_tolerance_is_a_fraction_of_the_return_range():
+    teacher = make_jsrl(MAZE.task_space, env=MAZE, tolerance=0.1, return_bounds=(-6.0, 0.0))
+    assert float(teacher.default_params().tolerance) == pytest.approx(0.6)
+    assert teacher.guide_horizon == 14  # the oracle's path length from S to G
+
+
+def test_random_variant_draws_h_uniformly_per_episode():
+    horizon = 7
+    teacher = JSRLTeacher(SPACE, guide=StubGuide(), guide_horizon=horizon, variant="random")
+    state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
+    n = 40_000
+    state, tasks, info = jax.jit(teacher.sample, static_argnums=2)(state, jax.random.PRNGKey(1), n)
+    h = np.asarray(info.guide_steps)
+    assert h.dtype == np.int32 and h.min() == 0 and h.max() == horizon
+    counts = np.bincount(h, minlength=horizon + 1)
+    p = 1.0 / (horizon + 1)
+    se = np.sqrt(n * p * (1 - p))
+    assert np.all(np.abs(counts - n * p) < 5 * se), counts
+    np.testing.assert_allclose(tasks, np.broadcast_to(SPACE.default_task, (n, SPACE.dim)))
+    assert float(teacher.snapshot(state)["guide_steps"]) == pytest.approx(h.mean(), rel=1e-5)
+    # The random variant never runs a curriculum.
+    state = teacher.update(state, tasks[:8], records([1.0] * 8, 3), jnp.int32(0))
+    assert int(state.stage) == 0 and int(state.episodes_seen) == 8
+
+
+@pytest.mark.parametrize("variant", ["curriculum", "random"])
+def test_passes_teacher_harness(variant):
+    check_teacher(
+        lambda space: make_jsrl(
+            space, guide=StubGuide(), guide_horizon=6, n_stages=3, window=8, variant=variant
+        )
+    )
+
+
+def test_is_registered_and_gets_the_env_from_the_loop():
+    from acl.train import build_components
+    from tests.conftest import tiny_config
+
+    config = tiny_config(env={"name": "goal_maze"}, teacher={"name": "jsrl", "window": 4})
+    teacher = build_components(config).teacher
+    assert isinstance(teacher, JSRLTeacher) and isinstance(teacher.guide, OracleGuide)
+    assert teacher.return_bounds == (-50.0, 0.0)
+    assert TEACHERS.get("jsrl") is make_jsrl
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(), "oracle guide needs an env"),
+        (dict(env=MAZE, variant="reverse"), "variant"),
+        (dict(env=MAZE, guide="expert"), "oracle or saved"),
+        (dict(env=MAZE, guide="saved"), "guide_run"),
+        (dict(env=MAZE, guide_epsilon=1.5), "guide_epsilon"),
+        (dict(env=MAZE, n_stages=0), "n_stages"),
+        (dict(env=MAZE, window=-1), "window"),
+        (dict(env=MAZE, tolerance=-0.1), "tolerance"),
+        (dict(env=MAZE, base_task=(0.5, 0.5)), "base_task"),
+        (dict(env=MAZE, base_task=(0.5, 0.5, 2.0, 0.5)), "outside"),
+        (dict(guide=StubGuide()), "guide_horizon"),
+        (dict(guide=object(), guide_horizon=3), "act"),
+    ],
+)
+def test_config_errors(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        make_jsrl(MAZE.task_space, **kwargs)
+
+
+def test_saved_run_guide_missing(tmp_path):
+    with pytest.raises(ConfigError, match="not a finished run"):
+        make_jsrl(MAZE.task_space, env=MAZE, guide="saved", guide_run=str(tmp_path))
+
+
+# -- guides -----------------------------------------------------------------------------------
+
+
+def test_oracle_guide_follows_shortest_paths_and_its_noise_is_uniform():
+    cells = MAZE.goal_grid()  # every free cell, as (x, y)
+    pairs = np.random.default_rng(0).integers(0, len(cells), (4000, 2))
+    obs = jnp.asarray(np.concatenate([cells[pairs[:, 0]], cells[pairs[:, 1]]], axis=1))
+
+    def act(epsilon):
+        guide = OracleGuide(MAZE, epsilon)
+        return np.asarray(jax.jit(guide.act)(obs, None, None, jax.random.PRNGKey(2)))
+
+    exact = act(0.0)
+    np.testing.assert_array_equal(exact, MAZE.oracle_action(obs))
+    differs = (act(0.4) != exact).mean()
+    assert differs == pytest.approx(0.4 * 3 / 4, abs=0.03)  # a random action is right 1/4
+
+
+def test_saved_agent_guide_plays_the_saved_greedy_policy(tmp_path):
+    from acl.results import RunDir
+    from acl.train import Trainer
+    from tests.conftest import tiny_config
+
+    config = tiny_config(env={"name": "goal_maze", "max_episode_steps": 12})
+    trainer = Trainer(config)
+    states = jax.jit(jax.vmap(trainer.init_agent))(trainer.seed_keys())  # two seeds, untrained
+    run = RunDir(tmp_path)
+    run.write_config(config.to_dict(), [0, 1])
+    run.save_agent(jax.device_get(states))
+
+    env = trainer.env
+    teacher = make_jsrl(
+        env.task_space, env=env, guide="saved", guide_run=str(tmp_path), guide_seed=1
+    )
+    assert teacher.guide_horizon == 12  # the env's episode-length limit
+    obs = jax.random.uniform(jax.random.PRNGKey(0), (64, 4))
+    seed_1 = jax.tree.map(lambda x: x[1], states)
+    greedy, _, _ = jax.jit(trainer.agent.act, static_argnums=4)(
+        seed_1, obs, trainer.agent.initial_carry(64), None, True
+    )
+    played = jax.jit(teacher.guide.act)(obs, None, None, jax.random.PRNGKey(3))
+    np.testing.assert_array_equal(played, greedy)
+    with pytest.raises(ConfigError, match="guide_seed"):
+        make_jsrl(env.task_space, env=env, guide="saved", guide_run=str(tmp_path), guide_seed=2)
+
+
+# -- the loop ---------------------------------------------------------------------------------
+
+
+def test_loop_runs_the_guide_and_the_teacher_sees_its_returns():
+    """At stage 0 the oracle plays the whole episode (h = H = 14 steps to the goal): every
+    episode returns -13, which becomes the first best; then h drops."""
+    from acl.train import Trainer
+    from tests.conftest import tiny_config
+
+    config = tiny_config(
+        env={"name": "goal_maze", "max_episode_steps": 20},
+        teacher={"name": "jsrl", "window": 4},
+        loop={"num_envs": 4, "num_steps": 16, "total_env_steps": 256, "eval_every": 256},
+        num_seeds=1,
+    )
+    trainer = Trainer(config)
+    assert isinstance(trainer.guide, OracleGuide)
+    carry = trainer.init(jax.random.PRNGKey(0))
+    carry, _ = jax.jit(lambda c: trainer.run_iterations(c, 2))(carry)
+    snapshot = jax.device_get(trainer.teacher.snapshot(carry.seed.teacher_state))
+    assert bool(snapshot["has_best"]) and int(snapshot["stage"]) >= 1
+    assert float(snapshot["best_return"]) == -13.0
+    assert float(snapshot["guide_steps"]) < 14
+
+
+# -- the experiment ---------------------------------------------------------------------------
+
+
+def test_experiment_config_builds_every_method_without_compiling():
+    from acl.config import load_yaml
+    from experiments.jsrl import DEFAULT_CONFIG, make_trainer, parse
+
+    config = parse(load_yaml(DEFAULT_CONFIG))
+    teachers = {}
+    for method in config.methods:
+        trainer, task, distance = make_trainer(config, method)
+        teachers[method] = trainer.teacher
+        np.testing.assert_allclose(task, trainer.env.task_space.default_task)
+    assert distance == 16  # four_rooms: S to G through two doors
+    assert teachers["jsrl"].variant == "curriculum" and teachers["jsrl"].guide_horizon == 16
+    assert teachers["jsrl_random"].variant == "random"
+    assert getattr(teachers["scratch"], "guide", None) is None  # the loop as without JSRL
+    with pytest.raises(ConfigError, match="unknown method"):
+        parse({"methods": ["jsrl", "nope"], "base": {"env": "goal_maze"}})
+    with pytest.raises(ConfigError, match="goal_maze"):
+        parse({"base": {"env": "cartpole"}})
+    with pytest.raises(ConfigError, match="per method"):
+        parse({"base": {"env": "goal_maze"}, "jsrl": {"variant": "random"}})
+
+
+@pytest.mark.slow  # two methods x two seeds x 200k steps: 2-5 min on 2 cores
+def test_jsrl_learns_the_hard_task_where_scratch_ppo_does_not(tmp_path, capsys):
+    """The learner alone from S: JSRL's (oracle guide, curriculum) succeeds, scratch PPO's
+    does not (seeds 0 and 1; both fail from scratch at this budget)."""
+    import json
+
+    from experiments.jsrl import main
+
+    argv = ["--methods", "jsrl", "scratch", "--seeds", "2", "--out", str(tmp_path)]
+    argv += ["--set", "base.loop.total_env_steps=200000", "--no-progress"]
+    assert main(argv) == 0
+    assert "vs scratch" in capsys.readouterr().out
+    assert {p.name for p in tmp_path.iterdir()} >= {"results.json", "table.md", "curves.png"}
+    results = {
+        r["method"]: r for r in json.loads((tmp_path / "results.json").read_text())["results"]
+    }
+    jsrl = np.asarray(results["jsrl"]["sampled_success"])[:, -1]
+    scratch = np.asarray(results["scratch"]["sampled_success"])[:, -1]
+    assert jsrl.min() >= 0.5, jsrl
+    assert scratch.max() <= 0.1, scratch
+    assert np.asarray(results["jsrl"]["guide_steps"])[:, -1].max() < 16  # the curriculum moved
