@@ -132,6 +132,7 @@ def test_students_scores_are_the_mean_over_students():
     assert len(merged) == 2
 
 
+@pytest.mark.slow  # a compiled benchmark cell per student: ~30-50 s on 2 cores
 def test_students_setting_runs_every_student(tmp_path):
     data = tiny_suite(
         teachers={"random": {}},
@@ -143,6 +144,7 @@ def test_students_setting_runs_every_student(tmp_path):
     assert len(table[table.challenge == "students"]) == 2 * 3
 
 
+@pytest.mark.slow  # the benchmark CLI twice, compiled cells: ~30-45 s on 2 cores
 def test_cli_resumes_and_writes_the_report(tmp_path):
     config = tmp_path / "suite.yaml"
     config.write_text(yaml.safe_dump(tiny_suite(teachers={"random": {}})))

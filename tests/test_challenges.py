@@ -176,6 +176,7 @@ def test_the_teacher_never_sees_an_env_task_and_the_env_gets_the_true_one():
     assert np.abs(logged[:, None, :] - expected[None]).max(-1).min(-1).max() < 1e-3
 
 
+@pytest.mark.slow  # compiles the challenged loop: ~30-40 s on 2 cores
 def test_forgetting_reinitialises_the_student_every_n_iterations():
     trainer = Trainer(tiny_config(num_seeds=1), challenged=True)
     counts = {}
@@ -209,6 +210,7 @@ def test_every_challenge_of_a_teacher_shares_one_compiled_program():
     assert " cond[" in str(jax.make_jaxpr(run_chunk)(carry))
 
 
+@pytest.mark.slow  # compiles the challenged loop with batched challenges: ~35-50 s
 def test_challenges_can_also_be_batched_in_one_vmap():
     trainer = Trainer(tiny_config(num_seeds=1), challenged=True)
     specs = [ChallengeSpec("default"), ChallengeSpec("trivial"), ChallengeSpec("rugged")]

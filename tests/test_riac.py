@@ -142,6 +142,7 @@ def test_factory_config():
         make_riac(task_space=UNIT2, random_ratio=1.5)
 
 
+@pytest.mark.slow  # a learning comparison over 16 seeds: ~25-35 s on 2 cores
 def test_toy_bandit_riac_beats_random():
     from acl.benchmark.toy_bandit import run_toy_bandit
     from envs.toy_bandit import ToyBandit
