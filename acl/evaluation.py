@@ -80,3 +80,38 @@ def evaluate(
         pct_mastered=100.0 * mastered.mean(),
         mean_return=returns.mean(),
     )
+
+
+def goal_success(
+    env,
+    agent,
+    agent_state: Any,
+    base_task: jax.Array,
+    goals: jax.Array,
+    key: jax.Array,
+    deterministic: bool = True,
+) -> jax.Array:
+    """Whether the agent reaches each goal [M, G] -> [M] bool: one episode per goal from
+    `base_task` [D] (its start) with the goal replaced
+    (`envs.base.GoalTaskEnv.task_with_goal`). The same key gives the same episodes.
+    Jittable."""
+    goals = jnp.asarray(goals, jnp.float32)
+    base_task = jnp.asarray(base_task, jnp.float32)
+    base = jnp.broadcast_to(base_task, (goals.shape[0],) + base_task.shape)
+    tasks = env.task_with_goal(base, goals)
+    returns = run_episodes(env, agent, agent_state, tasks, key, deterministic)
+    return env.is_success(returns)
+
+
+def success_coverage(
+    env,
+    agent,
+    agent_state: Any,
+    base_task: jax.Array,
+    goals: jax.Array,
+    key: jax.Array,
+    deterministic: bool = True,
+) -> jax.Array:
+    """Success coverage (SVGG's metric): the share of goals [M, G] the agent reaches
+    (`goal_success`). Pass a fixed set of valid goals, e.g. point_maze's `goal_grid()`."""
+    return goal_success(env, agent, agent_state, base_task, goals, key, deterministic).mean()

@@ -101,7 +101,9 @@ class GoalTaskEnv(TaskEnv):
     `achieved_goal` reads what the state has reached, `desired_goal` reads the goal,
     `with_goal` writes another goal into an observation, and `compute_reward` scores an
     (achieved, goal) pair exactly as `step` does. All four broadcast over leading axes
-    and are jittable.
+    and are jittable. Goal generators (acl.teachers.svgg) read and write the goal part
+    of a task with `goal_from_task` and `task_with_goal`, also broadcasting and
+    jittable.
     """
 
     goal_dim: int
@@ -128,6 +130,17 @@ class GoalTaskEnv(TaskEnv):
 
     def goal_reached(self, achieved: jax.Array, goal: jax.Array) -> jax.Array:
         """[..., G], [..., G] -> [...] bool."""
+        raise NotImplementedError
+
+    def goal_from_task(self, task: jax.Array) -> jax.Array:
+        """[..., D] -> [..., G]: the goal part of a task, in the coordinates goal
+        generators (SVGG) move their particles in."""
+        raise NotImplementedError
+
+    def task_with_goal(self, task: jax.Array, goal: jax.Array) -> jax.Array:
+        """[..., D], [..., G] -> [..., D]: `task` with its goal part replaced (the rest,
+        e.g. the start, kept). Inverse of `goal_from_task`:
+        goal_from_task(task_with_goal(t, g)) == g."""
         raise NotImplementedError
 
 

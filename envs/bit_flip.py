@@ -146,3 +146,13 @@ class BitFlip(GoalTaskEnv):
     def compute_reward(self, achieved: jax.Array, goal: jax.Array) -> jax.Array:
         """0 on the goal, -1 elsewhere, as `step` gives."""
         return self.goal_reached(achieved, goal).astype(jnp.float32) - 1.0
+
+    def goal_from_task(self, task: jax.Array) -> jax.Array:
+        """[..., D] -> [..., n]: the goal part (the first n entries, before rounding)."""
+        return jnp.asarray(task)[..., : self.num_bits]
+
+    def task_with_goal(self, task: jax.Array, goal: jax.Array) -> jax.Array:
+        """[..., D], [..., n] -> [..., D]: the task with its goal part replaced."""
+        task = jnp.asarray(task)
+        goal = jnp.broadcast_to(goal, task.shape[:-1] + (self.num_bits,)).astype(task.dtype)
+        return jnp.concatenate([goal, task[..., self.num_bits :]], axis=-1)

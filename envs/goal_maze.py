@@ -415,6 +415,16 @@ class GoalMaze(PositionGoalObservation, GoalTaskEnv, StartTaskEnv):
     def compute_reward(self, achieved: jax.Array, goal: jax.Array) -> jax.Array:
         return jnp.where(self.goal_reached(achieved, goal), 0.0, -1.0).astype(jnp.float32)
 
+    def goal_from_task(self, task: jax.Array) -> jax.Array:
+        """[..., 4] -> [..., 2]: the task's goal (x, y), as handed out (not mapped)."""
+        return jnp.asarray(task)[..., 2:4]
+
+    def task_with_goal(self, task: jax.Array, goal: jax.Array) -> jax.Array:
+        """[..., 4], [..., 2] -> [..., 4]: the task with goal (x, y) replaced."""
+        task = jnp.asarray(task)
+        goal = jnp.broadcast_to(goal, task.shape[:-1] + (2,)).astype(task.dtype)
+        return jnp.concatenate([task[..., :2], goal], axis=-1)
+
     # -- start protocol (reverse curriculum) --------------------------------------------
 
     def start_from_state(self, state: GoalMazeState) -> jax.Array:

@@ -1,0 +1,394 @@
+"""SVGG (Castanet, Sigaud, Lamprier 2023) vs random valid goals on point_maze: success
+coverage against env steps, several vmapped seeds per method, the same budget for both.
+
+    python -m experiments.svgg [--config experiments/configs/svgg_point_maze.yaml]
+        [--set base.loop.total_env_steps=100000 ...] [--methods svgg random_goal]
+        [--seeds N] [--recovery] [--out runs/svgg] [--no-progress]
+
+Both teachers hand out tasks with the env's default start and their own goals: `svgg`
+goals from its particles (acl.teachers.svgg), `random_goal` goals uniform over the
+valid goals. The metric, every `eval_every` env steps, is *success coverage*: the share
+of a fixed grid of valid goals (`PointMaze.goal_grid(coverage_grid)`) that the greedy
+policy reaches, one deterministic episode each from the default start
+(`acl.evaluation.success_coverage`). Per goal successes are kept too, for the map.
+
+`--recovery`: after `recovery.at` of the run's evaluation periods the maze changes to
+`recovery.walls` (by default a wall is added across the U's lower corridor, leaving a
+gap under the U's wall, so the straight way from the start to the lower right, which
+the agent has mastered by then, is blocked) and training goes on in the new maze with
+the same agent and teacher states; coverage is measured in the maze of the moment (its
+own grid of valid goals). The change swaps two compiled chunk programs built on two
+envs (walls are static config, compiled in as constants); nothing in the carry depends
+on the walls, so their number may change too.
+
+Writes results.json, table.md and curves.png to --out and prints the table: final
+coverage (mean ± standard error over seeds) per method, and for each pair of methods
+the difference and whether it exceeds twice its standard error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from acl.config import ComponentConfig, ExperimentConfig, apply_overrides, load_yaml, parse_config
+from acl.errors import ConfigError
+from acl.results import format_table, mean_se, provenance
+
+METHODS = ("svgg", "random_goal")
+DEFAULT_CONFIG = Path(__file__).parent / "configs" / "svgg_point_maze.yaml"
+DEFAULT_RECOVERY_WALLS = (((0.0, 0.5), (0.7, 0.5)), ((0.45, 0.0), (0.45, 0.38)))
+"""u_maze's wall plus one across its lower corridor at x = 0.45, open for y in
+(0.38, 0.5): the start's straight way to the lower right is blocked."""
+
+
+@dataclass(frozen=True)
+class RecoveryConfig:
+    """The mid-run maze change of --recovery."""
+
+    walls: tuple = DEFAULT_RECOVERY_WALLS
+    """Inner walls of the maze after the change."""
+    at: float = 0.5
+    """Share of the run's evaluation periods before the change."""
+
+
+@dataclass(frozen=True)
+class SVGGExperimentConfig:
+    """The comparison: one base experiment, run once per method."""
+
+    base: ExperimentConfig
+    """Env (point_maze), agent, loop and seeds shared by every method; its teacher is
+    replaced per method."""
+    methods: tuple[str, ...] = METHODS
+    """Which of svgg, random_goal to run."""
+    svgg: dict = field(default_factory=dict)
+    """Keyword arguments of `make_svgg` (checked by it)."""
+    coverage_grid: int = 10
+    """Coverage goals: the valid centres of a coverage_grid x coverage_grid grid."""
+    recovery: RecoveryConfig = RecoveryConfig()
+
+
+def parse(data: dict) -> SVGGExperimentConfig:
+    known = {"base", "methods", "svgg", "coverage_grid", "recovery"}
+    for key in data:
+        if key not in known:
+            raise ConfigError(f"config: unknown key {key!r} (known: {', '.join(sorted(known))})")
+    base = parse_config(data.get("base") or {})
+    if base.env.name != "point_maze":
+        raise ConfigError(f"base.env.name must be point_maze, got {base.env.name}")
+    if base.loop.mode != "episode":
+        raise ConfigError("base.loop.mode must be episode (goals are taken at each reset)")
+    methods = tuple(data.get("methods") or METHODS)
+    for m in methods:
+        if m not in METHODS:
+            raise ConfigError(f"methods: unknown method {m!r} (known: {', '.join(METHODS)})")
+    svgg = data.get("svgg") or {}
+    if not isinstance(svgg, dict):
+        raise ConfigError(f"svgg: expected a mapping of teacher options, got {svgg!r}")
+    grid = data.get("coverage_grid", 10)
+    if not isinstance(grid, int) or isinstance(grid, bool) or grid < 1:
+        raise ConfigError(f"coverage_grid must be a positive integer, got {grid!r}")
+    rec = data.get("recovery") or {}
+    if not isinstance(rec, dict) or set(rec) - {"walls", "at"}:
+        raise ConfigError(f"recovery: expected a mapping with walls and at, got {rec!r}")
+    at = rec.get("at", 0.5)
+    if isinstance(at, bool) or not isinstance(at, int | float) or not 0 < at < 1:
+        raise ConfigError(f"recovery.at must be a number in (0, 1), got {at!r}")
+    walls = rec.get("walls", DEFAULT_RECOVERY_WALLS)
+    walls = tuple(tuple(tuple(float(v) for v in end) for end in seg) for seg in walls)
+    recovery = RecoveryConfig(walls=walls, at=float(at))
+    return SVGGExperimentConfig(base, methods, dict(svgg), grid, recovery)
+
+
+def _env_config(config: SVGGExperimentConfig, walls) -> ExperimentConfig:
+    from acl.train import replace_config
+
+    base = replace_config(config.base, teacher=ComponentConfig("fixed"))
+    if walls is None:
+        return base
+    kwargs = {**base.env.kwargs, "walls": [list(map(list, seg)) for seg in walls]}
+    kwargs.pop("layout", None)
+    return replace_config(base, env=ComponentConfig(base.env.name, kwargs))
+
+
+def make_trainer(config: SVGGExperimentConfig, method: str, walls=None):
+    """(Trainer, env) for one method, in the base maze or with inner `walls` (the base
+    maze's default task kept: same start, and the same coverage episodes); no
+    compilation."""
+    from acl.teachers import TEACHERS
+    from acl.train import Components, Trainer, build_components
+
+    base = _env_config(config, walls)
+    components = build_components(base)
+    env = components.env
+    if walls is not None:
+        # PointMaze(walls=...) would default to the "open" layout's start and goal.
+        default = build_components(_env_config(config, None)).env.task_space.default
+        env.task_space = env.task_space.replace(default=default)
+    options = config.svgg if method == "svgg" else {}
+    teacher = TEACHERS.get(method)(task_space=env.task_space, env=env, **options)
+    return Trainer(base, Components(env, teacher, components.agent)), env
+
+
+def chunk_fn(trainer, env):
+    """jit(vmap(chunk)) over seeds, called as chunk(carry, goals [M, 2]):
+    `iterations_per_chunk` iterations, then success on every coverage goal (greedy, one
+    episode each from the default start; `acl.evaluation.goal_success`, whose mean is
+    the success coverage). The goals are an argument, not a constant: XLA would
+    otherwise spend seconds constant-folding their mapping onto valid positions."""
+    import jax
+    import jax.numpy as jnp
+
+    from acl.evaluation import goal_success
+
+    agent = trainer.agent
+    base = np.asarray(env.task_space.default_task)
+
+    def chunk(carry, goals):
+        carry, stats = trainer.run_iterations(carry, trainer.iterations_per_chunk)
+        state = carry.seed.agent_state
+        key = jax.random.PRNGKey(trainer.config.eval.seed)
+        success = goal_success(env, agent, state, base, goals, key)
+        episodes = jnp.maximum(stats["episodes"].sum(), 1)
+        snapshot = trainer.teacher.snapshot(carry.seed.teacher_state)
+        metrics = {
+            "coverage": success.mean(),
+            "goal_success": success,
+            "train_success": stats["success_sum"].sum() / episodes,
+            "teacher": {k: v for k, v in snapshot.items() if jnp.ndim(v) == 0},
+            "particles": snapshot.get("particles", jnp.zeros((0, 2))),
+        }
+        return carry, metrics
+
+    axes = trainer.carry_axes
+    return jax.jit(jax.vmap(chunk, in_axes=(axes, None), out_axes=(axes, 0)))
+
+
+def run_method(config: SVGGExperimentConfig, method: str, recovery: bool, progress: bool) -> dict:
+    import jax
+    from tqdm.auto import tqdm
+
+    trainer, env = make_trainer(config, method)
+    phases = [(trainer, env)]
+    change = trainer.num_chunks
+    if recovery:
+        trainer_b, env_b = make_trainer(config, method, config.recovery.walls)
+        # Its agent takes over trainer's agent state; an abstract init sets what an
+        # agent builds in `init` (DQN's network) without computing anything.
+        jax.eval_shape(trainer_b.init_agent, jax.random.PRNGKey(0))
+        phases.append((trainer_b, env_b))
+        change = min(max(1, round(config.recovery.at * trainer.num_chunks)), trainer.num_chunks - 1)
+    t0 = time.perf_counter()
+    carry = trainer.jit_init_seeds()(trainer.seed_keys())
+    compiled = []
+    for tr, e in phases:
+        goals = e.goal_grid(config.coverage_grid)
+        goals = jax.numpy.asarray(goals)
+        compiled.append((tr.num_chunks, goals, chunk_fn(tr, e).lower(carry, goals).compile()))
+    compile_s = time.perf_counter() - t0
+    curves = {k: [] for k in ("coverage", "train_success", "goal_success")}
+    steps, particles = [], []
+    t1 = time.perf_counter()
+    bar = tqdm(range(trainer.num_chunks), desc=method, unit="eval", disable=not progress)
+    for i in bar:
+        _, goals, run = compiled[1 if i >= change else 0]
+        carry, metrics = run(carry, goals)
+        metrics = jax.device_get(metrics)
+        for name in ("coverage", "train_success"):
+            curves[name].append(np.asarray(metrics[name], np.float64))
+        curves["goal_success"].append(np.asarray(metrics["goal_success"], bool))
+        for name, value in metrics["teacher"].items():
+            curves.setdefault(f"teacher_{name}", []).append(np.asarray(value, np.float64))
+        particles.append(np.asarray(metrics["particles"], np.float32))
+        steps.append((i + 1) * trainer.steps_per_chunk)
+        bar.set_postfix(coverage=f"{curves['coverage'][-1].mean():.2f}")
+    wall = time.perf_counter() - t1
+    total_steps = trainer.steps_per_chunk * trainer.num_chunks * trainer.config.num_seeds
+    goal_success = curves.pop("goal_success")
+    out = {k: np.stack(v, axis=1).tolist() for k, v in curves.items()}  # [S, chunks]
+    return {
+        "method": method,
+        "env_steps": steps,
+        "change_index": change if recovery else None,
+        "change_step": change * trainer.steps_per_chunk if recovery else None,
+        "coverage_goals": [np.asarray(g).tolist() for _, g, _ in compiled],
+        # [S, M] per phase: per-goal success at the last evaluation before the change
+        # (recovery only) and at the end.
+        "goal_success_before_change": goal_success[change - 1].astype(int).tolist()
+        if recovery
+        else None,
+        "goal_success_final": goal_success[-1].astype(int).tolist(),
+        "particles_final": particles[-1].tolist(),  # [S, P, 2]; empty for random_goal
+        "particles_before_change": particles[change - 1].tolist() if recovery else None,
+        "compile_seconds": compile_s,
+        "wall_seconds": wall,
+        "env_steps_per_second": total_steps / wall,
+        **out,
+    }
+
+
+def compare(results: list[dict], index: int = -1) -> list[dict]:
+    """Every pair of methods: difference of mean coverage at evaluation `index`, its
+    standard error (independent seeds: the two SEs in quadrature), and whether the
+    difference exceeds twice it."""
+    rows = []
+    for i, a in enumerate(results):
+        for b in results[i + 1 :]:
+            ma, sa = mean_se(np.asarray(a["coverage"])[:, index])
+            mb, sb = mean_se(np.asarray(b["coverage"])[:, index])
+            diff, se = ma - mb, float(np.hypot(sa, sb))
+            rows.append(
+                {
+                    "comparison": f"{a['method']} - {b['method']}",
+                    "difference": f"{diff:+.3f}",
+                    "SE": f"{se:.3f}",
+                    "> 2 SE": "yes" if abs(diff) > 2 * se else "no",
+                }
+            )
+    return rows
+
+
+def table(results: list[dict]) -> str:
+    rows = []
+    recovery = results[0]["change_index"] is not None
+    for r in results:
+        coverage = np.asarray(r["coverage"])
+        m, se = mean_se(coverage[:, -1])
+        row = {
+            "method": r["method"],
+            "seeds": len(coverage),
+            "env steps/seed": f"{r['env_steps'][-1]:,}",
+            "final coverage": f"{m:.3f} ± {se:.3f}",
+        }
+        if recovery:
+            c = r["change_index"]
+            b, bse = mean_se(coverage[:, c - 1])
+            low, lse = mean_se(coverage[:, c:].min(axis=1))
+            row["before change"] = f"{b:.3f} ± {bse:.3f}"
+            row["lowest after"] = f"{low:.3f} ± {lse:.3f}"
+        row["train success"] = f"{np.asarray(r['train_success'])[:, -1].mean():.2f}"
+        row["compile s"] = f"{r['compile_seconds']:.0f}"
+        row["wall s"] = f"{r['wall_seconds']:.0f}"
+        rows.append(row)
+    text = format_table(rows, list(rows[0]))
+    pairs = compare(results)
+    if pairs:
+        text += "\n\nfinal coverage, pairwise\n" + format_table(pairs, list(pairs[0]))
+    return text
+
+
+def _draw_walls(ax, env) -> None:
+    for (x0, y0), (x1, y1) in np.asarray(env.walls):
+        ax.plot([x0, x1], [y0, y1], color="black", lw=2)
+
+
+def plot(results: list[dict], config: SVGGExperimentConfig, path: Path) -> None:
+    import matplotlib
+    import matplotlib.ticker
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    recovery = results[0]["change_index"] is not None
+    # The maze of the last evaluation (after the change, with --recovery).
+    walls = config.recovery.walls if recovery else None
+    env = make_trainer(config, results[0]["method"], walls)[1]
+    fig, axes = plt.subplots(1, 1 + len(results), figsize=(4.2 * (1 + len(results)), 3.8))
+    ax = axes[0]
+    for r in results:
+        steps = np.asarray(r["env_steps"])
+        curve = np.asarray(r["coverage"])
+        mean = curve.mean(0)
+        se = curve.std(0, ddof=1) / np.sqrt(len(curve)) if len(curve) > 1 else 0 * mean
+        ax.plot(steps, mean, label=r["method"])
+        ax.fill_between(steps, mean - se, mean + se, alpha=0.2)
+    if recovery:
+        ax.axvline(results[0]["change_step"], color="grey", ls="--", label="maze changes")
+    ax.set(xlabel="env steps / seed", ylabel="success coverage", ylim=(-0.02, 1.02))
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x / 1e3:g}k"))
+    ax.legend()
+    for ax, r in zip(axes[1:], results):
+        goals = np.asarray(r["coverage_goals"][-1])
+        hit = np.asarray(r["goal_success_final"]).mean(0)
+        sc = ax.scatter(goals[:, 0], goals[:, 1], c=hit, cmap="RdYlGn", vmin=0, vmax=1, s=40)
+        parts = np.asarray(r["particles_final"])
+        if parts.size:
+            ax.scatter(
+                parts[0, :, 0], parts[0, :, 1], s=6, color="navy", label="particles (seed 0)"
+            )
+            ax.legend(loc="lower right", fontsize=7)
+        _draw_walls(ax, env)
+        start = np.asarray(env.task_space.default)[:2]
+        ax.plot(*start, marker="*", color="blue", ms=12)
+        ax.set(xlim=(0, 1), ylim=(0, 1), aspect="equal", title=f"{r['method']}: final success")
+        fig.colorbar(sc, ax=ax, fraction=0.046)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m experiments.svgg")
+    parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="YAML config")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="K=V")
+    parser.add_argument("--methods", nargs="+", default=None, choices=METHODS)
+    parser.add_argument("--seeds", type=int, default=None, help="vmapped seeds per method")
+    parser.add_argument(
+        "--recovery", action="store_true", help="change the maze halfway (recovery.walls)"
+    )
+    parser.add_argument("--out", default=None, help="default runs/svgg or runs/svgg_recovery")
+    parser.add_argument("--no-progress", action="store_true")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    try:
+        data = apply_overrides(load_yaml(args.config), args.overrides)
+        if args.methods:
+            data["methods"] = args.methods
+        if args.seeds is not None:
+            data.setdefault("base", {})["num_seeds"] = args.seeds
+        config = parse(data)
+        for method in config.methods:  # every config error before any compilation
+            trainer, _ = make_trainer(config, method)
+            if args.recovery:
+                if trainer.num_chunks < 2:
+                    raise ConfigError(
+                        "--recovery needs at least two evaluation periods "
+                        "(loop.total_env_steps >= 2 * loop.eval_every)"
+                    )
+                make_trainer(config, method, config.recovery.walls)  # checks the walls
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    from acl.results import enable_compilation_cache
+
+    enable_compilation_cache()
+    out = Path(args.out or ("runs/svgg_recovery" if args.recovery else "runs/svgg"))
+    out.mkdir(parents=True, exist_ok=True)
+    results = [run_method(config, m, args.recovery, not args.no_progress) for m in config.methods]
+    text = table(results)
+    print(text)
+    seeds = [config.base.seed + i for i in range(config.base.num_seeds)]
+    payload = {
+        "config": data,
+        "recovery": args.recovery,
+        "provenance": provenance(seeds),
+        "results": results,
+    }
+    (out / "results.json").write_text(json.dumps(payload, indent=1))
+    (out / "table.md").write_text(text + "\n")
+    plot(results, config, out / "curves.png")
+    print(f"wrote {out / 'results.json'}, {out / 'table.md'}, {out / 'curves.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
