@@ -71,7 +71,14 @@ from acl.errors import ConfigError
 from acl.spaces import Box
 from envs._checks import positive_int
 from envs.base import GoalTaskEnv, StartTaskEnv
-from envs.point_maze import BOUNDARY, DEFAULT_TASKS, LAYOUTS
+from envs.point_maze import (
+    BOUNDARY,
+    DEFAULT_TASKS,
+    LAYOUTS,
+    SNAP_GRID,
+    PlanarStartGoalTasks,
+    StartGoalParams,
+)
 from envs.registry import ENVS
 
 RADIUS = 0.03
@@ -93,20 +100,12 @@ MAX_SPEED = 2.0
 """Bound of the observed velocities: twice the terminal speed, for the contact transients."""
 PIPELINES = ("spring", "positional", "generalized", "mjx")
 """Brax pipelines the env can step with (`brax.<name>.pipeline`)."""
-SNAP_GRID = 64
-"""Resolution of the grid of valid points that invalid task points map to."""
 MARGIN_SLACK = 1e-6
 """Rounding slack of the valid-margin test, so points exactly goal_tolerance away count."""
 
 
-@struct.dataclass
-class BraxGoalParams:
-    """What a teacher may change: the start and the goal (both valid positions)."""
-
-    start: jax.Array
-    """[2] float32 (x, y)."""
-    goal: jax.Array
-    """[2] float32 (x, y)."""
+BraxGoalParams = StartGoalParams
+"""What a teacher may change: the start and the goal (point_maze's params)."""
 
 
 @struct.dataclass
@@ -185,7 +184,7 @@ def maze_mjcf(boxes: np.ndarray) -> str:
 
 
 @ENVS.register("brax_goal")
-class BraxGoal(GoalTaskEnv, StartTaskEnv):
+class BraxGoal(PlanarStartGoalTasks, GoalTaskEnv, StartTaskEnv):
     """A Brax ball in a maze of box walls in [0, 1]^2; see the module docstring.
 
     Static config: `layout` (a name in point_maze's LAYOUTS, default `u_maze`),
@@ -287,58 +286,7 @@ class BraxGoal(GoalTaskEnv, StartTaskEnv):
         far = box_distance(points, jnp.asarray(self.boxes)).min(-1)
         return inside & (far >= self.goal_tolerance - MARGIN_SLACK)
 
-    def valid_position(self, points: jax.Array) -> jax.Array:
-        """[..., 2] -> [..., 2]: the point if valid, else the nearest valid snap-grid centre."""
-        points = jnp.asarray(points, jnp.float32)
-        snap = jnp.asarray(self._snap)
-        d2 = jnp.sum((points[..., None, :] - snap) ** 2, axis=-1)
-        nearest = snap[jnp.argmin(d2, axis=-1)]
-        return jnp.where(self.is_valid_position(points)[..., None], points, nearest)
-
-    def goal_grid(self, per_dim: int = 10) -> np.ndarray:
-        """[M, 2] float32: the valid centres of a per_dim x per_dim grid over the square
-        (the fixed goals of the "success coverage" metric)."""
-        positive_int(per_dim, "per_dim", allow_none=False)
-        centres = (np.arange(per_dim) + 0.5) / per_dim
-        grid = np.stack(np.meshgrid(centres, centres, indexing="xy"), -1).reshape(-1, 2)
-        return grid[self._valid_np(grid)].astype(np.float32)
-
-    def sample_valid_goals(self, key: jax.Array, n: int) -> jax.Array:
-        """[n, 2] valid points, near-uniform over the valid region. Jittable.
-
-        A uniform snap-grid centre plus uniform jitter within its grid cell; a jittered
-        point that is not valid falls back to the centre.
-        """
-        pick_key, jitter_key = jax.random.split(key)
-        snap = jnp.asarray(self._snap)
-        centre = snap[jax.random.randint(pick_key, (n,), 0, snap.shape[0])]
-        half = 0.5 / SNAP_GRID
-        point = centre + jax.random.uniform(jitter_key, (n, 2), minval=-half, maxval=half)
-        return jnp.where(self.is_valid_position(point)[:, None], point, centre)
-
-    def task_for(self, start: jax.Array, goal: jax.Array) -> jax.Array:
-        """start [..., 2], goal [..., 2] -> task [..., 4]."""
-        return jnp.concatenate(
-            [jnp.asarray(start, jnp.float32), jnp.asarray(goal, jnp.float32)], -1
-        )
-
     # -- task and spaces -------------------------------------------------------------------
-
-    def default_params(self) -> BraxGoalParams:
-        """The default task's params (its points are valid already)."""
-        default = np.asarray(self.task_space.default, np.float32)
-        return BraxGoalParams(start=jnp.asarray(default[:2]), goal=jnp.asarray(default[2:]))
-
-    def task_to_params(self, task: jax.Array, base_params: BraxGoalParams | None) -> BraxGoalParams:
-        """task [4] = (start x, start y, goal x, goal y) -> params (valid positions).
-
-        The params hold nothing but the task, so `base_params` is not read.
-        """
-        del base_params
-        task = jnp.asarray(task, jnp.float32)
-        return BraxGoalParams(
-            start=self.valid_position(task[:2]), goal=self.valid_position(task[2:4])
-        )
 
     def observation_space(self) -> spaces.Box:
         low = jnp.array([0.0, 0.0, -MAX_SPEED, -MAX_SPEED, 0.0, 0.0], jnp.float32)
@@ -360,37 +308,11 @@ class BraxGoal(GoalTaskEnv, StartTaskEnv):
         goal = jnp.broadcast_to(goal, obs.shape[:-1] + (2,)).astype(obs.dtype)
         return jnp.concatenate([obs[..., :4], goal], axis=-1)
 
-    def goal_reached(self, achieved: jax.Array, goal: jax.Array) -> jax.Array:
-        return jnp.linalg.norm(achieved - goal, axis=-1) <= self.goal_tolerance
-
-    def compute_reward(self, achieved: jax.Array, goal: jax.Array) -> jax.Array:
-        return jnp.where(self.goal_reached(achieved, goal), 0.0, -1.0).astype(jnp.float32)
-
-    def goal_from_task(self, task: jax.Array) -> jax.Array:
-        """[..., 4] -> [..., 2]: the task's goal (x, y), as handed out (not mapped)."""
-        return jnp.asarray(task)[..., 2:4]
-
-    def task_with_goal(self, task: jax.Array, goal: jax.Array) -> jax.Array:
-        """[..., 4], [..., 2] -> [..., 4]: the task with goal (x, y) replaced."""
-        task = jnp.asarray(task)
-        goal = jnp.broadcast_to(goal, task.shape[:-1] + (2,)).astype(task.dtype)
-        return jnp.concatenate([task[..., :2], goal], axis=-1)
-
     # -- start protocol (reverse curriculum) ---------------------------------------------
 
     def start_from_state(self, state: BraxGoalState) -> jax.Array:
         """State -> [2] (x, y) of the ball (a start is at rest: the velocity is dropped)."""
         return state.position
-
-    def task_with_start(self, task: jax.Array, start: jax.Array) -> jax.Array:
-        """[..., 4], [..., 2] -> [..., 4]: the task with start (x, y) replaced."""
-        task = jnp.asarray(task)
-        start = jnp.broadcast_to(start, task.shape[:-1] + (2,)).astype(task.dtype)
-        return jnp.concatenate([start, task[..., 2:4]], axis=-1)
-
-    def goal_start(self, task: jax.Array) -> jax.Array:
-        """[4] -> [2]: the goal (mapped to a valid position) as a start."""
-        return self.valid_position(jnp.asarray(task, jnp.float32)[2:4])
 
     # -- dynamics ------------------------------------------------------------------------
 

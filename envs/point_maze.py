@@ -92,13 +92,16 @@ MARGIN_SLACK = 1e-6
 
 
 @struct.dataclass
-class PointMazeParams:
+class StartGoalParams:
     """What a teacher may change: the start and the goal (both valid positions)."""
 
     start: jax.Array
     """[2] float32 (x, y)."""
     goal: jax.Array
     """[2] float32 (x, y)."""
+
+
+PointMazeParams = StartGoalParams
 
 
 @struct.dataclass
@@ -173,8 +176,112 @@ def _check_walls(walls) -> np.ndarray:
     return array
 
 
+class PlanarStartGoalTasks:
+    """Tasks (start x, start y, goal x, goal y) in the unit square with walls: the task,
+    goal and start protocols every planar goal env shares (point_maze, brax_goal).
+
+    The host class sets `task_space`, `goal_tolerance` and `_snap` (the valid centres of a
+    SNAP_GRID x SNAP_GRID grid, [M, 2]) and implements `_valid_np` / `is_valid_position`
+    (what counts as clear of its walls)."""
+
+    task_space: Box
+    goal_tolerance: float
+    _snap: np.ndarray
+
+    def is_valid_position(self, points: jax.Array) -> jax.Array:
+        raise NotImplementedError
+
+    def _valid_np(self, points: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def valid_position(self, points: jax.Array) -> jax.Array:
+        """[..., 2] -> [..., 2]: the point if valid, else the nearest valid snap-grid centre."""
+        points = jnp.asarray(points, jnp.float32)
+        snap = jnp.asarray(self._snap)
+        d2 = jnp.sum((points[..., None, :] - snap) ** 2, axis=-1)
+        nearest = snap[jnp.argmin(d2, axis=-1)]
+        return jnp.where(self.is_valid_position(points)[..., None], points, nearest)
+
+    def goal_grid(self, per_dim: int = 10) -> np.ndarray:
+        """[M, 2] float32: the valid centres of a per_dim x per_dim grid over the square.
+
+        The fixed set of goals of the "success coverage" metric.
+        """
+        positive_int(per_dim, "per_dim", allow_none=False)
+        centres = (np.arange(per_dim) + 0.5) / per_dim
+        grid = np.stack(np.meshgrid(centres, centres, indexing="xy"), -1).reshape(-1, 2)
+        return grid[self._valid_np(grid)].astype(np.float32)
+
+    def sample_valid_goals(self, key: jax.Array, n: int) -> jax.Array:
+        """[n, 2] valid points, near-uniform over the valid region. Jittable.
+
+        A uniform snap-grid centre plus uniform jitter within its grid cell; a jittered
+        point that is not valid falls back to the centre.
+        """
+        pick_key, jitter_key = jax.random.split(key)
+        snap = jnp.asarray(self._snap)
+        centre = snap[jax.random.randint(pick_key, (n,), 0, snap.shape[0])]
+        half = 0.5 / SNAP_GRID
+        point = centre + jax.random.uniform(jitter_key, (n, 2), minval=-half, maxval=half)
+        return jnp.where(self.is_valid_position(point)[:, None], point, centre)
+
+    def task_for(self, start: jax.Array, goal: jax.Array) -> jax.Array:
+        """start [..., 2], goal [..., 2] -> task [..., 4]."""
+        return jnp.concatenate(
+            [jnp.asarray(start, jnp.float32), jnp.asarray(goal, jnp.float32)], -1
+        )
+
+    def default_params(self) -> StartGoalParams:
+        """The default task's params (its points are valid already)."""
+        default = np.asarray(self.task_space.default, np.float32)
+        return StartGoalParams(start=jnp.asarray(default[:2]), goal=jnp.asarray(default[2:]))
+
+    def task_to_params(
+        self, task: jax.Array, base_params: StartGoalParams | None
+    ) -> StartGoalParams:
+        """task [4] = (start x, start y, goal x, goal y) -> params (valid positions).
+
+        The params hold nothing but the task, so `base_params` is not read.
+        """
+        del base_params
+        task = jnp.asarray(task, jnp.float32)
+        return StartGoalParams(
+            start=self.valid_position(task[:2]), goal=self.valid_position(task[2:4])
+        )
+
+    # -- goal protocol -------------------------------------------------------------------
+
+    def goal_reached(self, achieved: jax.Array, goal: jax.Array) -> jax.Array:
+        return jnp.linalg.norm(achieved - goal, axis=-1) <= self.goal_tolerance
+
+    def compute_reward(self, achieved: jax.Array, goal: jax.Array) -> jax.Array:
+        return jnp.where(self.goal_reached(achieved, goal), 0.0, -1.0).astype(jnp.float32)
+
+    def goal_from_task(self, task: jax.Array) -> jax.Array:
+        """[..., 4] -> [..., 2]: the task's goal (x, y), as handed out (not mapped)."""
+        return jnp.asarray(task)[..., 2:4]
+
+    def task_with_goal(self, task: jax.Array, goal: jax.Array) -> jax.Array:
+        """[..., 4], [..., 2] -> [..., 4]: the task with goal (x, y) replaced."""
+        task = jnp.asarray(task)
+        goal = jnp.broadcast_to(goal, task.shape[:-1] + (2,)).astype(task.dtype)
+        return jnp.concatenate([task[..., :2], goal], axis=-1)
+
+    # -- start protocol (reverse curriculum) ---------------------------------------------
+
+    def task_with_start(self, task: jax.Array, start: jax.Array) -> jax.Array:
+        """[..., 4], [..., 2] -> [..., 4]: the task with start (x, y) replaced."""
+        task = jnp.asarray(task)
+        start = jnp.broadcast_to(start, task.shape[:-1] + (2,)).astype(task.dtype)
+        return jnp.concatenate([start, task[..., 2:4]], axis=-1)
+
+    def goal_start(self, task: jax.Array) -> jax.Array:
+        """[4] -> [2]: the goal (mapped to a valid position) as a start."""
+        return self.valid_position(jnp.asarray(task, jnp.float32)[2:4])
+
+
 @ENVS.register("point_maze")
-class PointMaze(PositionGoalObservation, GoalTaskEnv, StartTaskEnv):
+class PointMaze(PlanarStartGoalTasks, PositionGoalObservation, GoalTaskEnv, StartTaskEnv):
     """A point in a maze of segment walls in [0, 1]^2; see the module docstring.
 
     Static config: `layout` (a name in LAYOUTS, default `u_maze`) or `walls` (inner
@@ -264,62 +371,7 @@ class PointMaze(PositionGoalObservation, GoalTaskEnv, StartTaskEnv):
         far = segment_distance(points, walls[:, 0], walls[:, 1]).min(-1)
         return inside & (far >= self.goal_tolerance - MARGIN_SLACK)
 
-    def valid_position(self, points: jax.Array) -> jax.Array:
-        """[..., 2] -> [..., 2]: the point if valid, else the nearest valid snap-grid centre."""
-        points = jnp.asarray(points, jnp.float32)
-        snap = jnp.asarray(self._snap)
-        d2 = jnp.sum((points[..., None, :] - snap) ** 2, axis=-1)
-        nearest = snap[jnp.argmin(d2, axis=-1)]
-        return jnp.where(self.is_valid_position(points)[..., None], points, nearest)
-
-    def goal_grid(self, per_dim: int = 10) -> np.ndarray:
-        """[M, 2] float32: the valid centres of a per_dim x per_dim grid over the square.
-
-        The fixed set of goals of the "success coverage" metric.
-        """
-        positive_int(per_dim, "per_dim", allow_none=False)
-        centres = (np.arange(per_dim) + 0.5) / per_dim
-        grid = np.stack(np.meshgrid(centres, centres, indexing="xy"), -1).reshape(-1, 2)
-        return grid[self._valid_np(grid)].astype(np.float32)
-
-    def sample_valid_goals(self, key: jax.Array, n: int) -> jax.Array:
-        """[n, 2] valid points, near-uniform over the valid region. Jittable.
-
-        A uniform snap-grid centre plus uniform jitter within its grid cell; a jittered
-        point that is not valid falls back to the centre.
-        """
-        pick_key, jitter_key = jax.random.split(key)
-        snap = jnp.asarray(self._snap)
-        centre = snap[jax.random.randint(pick_key, (n,), 0, snap.shape[0])]
-        half = 0.5 / SNAP_GRID
-        point = centre + jax.random.uniform(jitter_key, (n, 2), minval=-half, maxval=half)
-        return jnp.where(self.is_valid_position(point)[:, None], point, centre)
-
-    def task_for(self, start: jax.Array, goal: jax.Array) -> jax.Array:
-        """start [..., 2], goal [..., 2] -> task [..., 4]."""
-        return jnp.concatenate(
-            [jnp.asarray(start, jnp.float32), jnp.asarray(goal, jnp.float32)], -1
-        )
-
     # -- task and spaces -------------------------------------------------------------------
-
-    def default_params(self) -> PointMazeParams:
-        """The default task's params (its points are valid already)."""
-        default = np.asarray(self.task_space.default, np.float32)
-        return PointMazeParams(start=jnp.asarray(default[:2]), goal=jnp.asarray(default[2:]))
-
-    def task_to_params(
-        self, task: jax.Array, base_params: PointMazeParams | None
-    ) -> PointMazeParams:
-        """task [4] = (start x, start y, goal x, goal y) -> params (valid positions).
-
-        The params hold nothing but the task, so `base_params` is not read.
-        """
-        del base_params
-        task = jnp.asarray(task, jnp.float32)
-        return PointMazeParams(
-            start=self.valid_position(task[:2]), goal=self.valid_position(task[2:4])
-        )
 
     def observation_space(self) -> spaces.Box:
         return spaces.Box(low=0.0, high=1.0, shape=(4,), dtype=jnp.float32)
@@ -329,36 +381,11 @@ class PointMaze(PositionGoalObservation, GoalTaskEnv, StartTaskEnv):
 
     # -- goal protocol -------------------------------------------------------------------
 
-    def goal_reached(self, achieved: jax.Array, goal: jax.Array) -> jax.Array:
-        return jnp.linalg.norm(achieved - goal, axis=-1) <= self.goal_tolerance
-
-    def compute_reward(self, achieved: jax.Array, goal: jax.Array) -> jax.Array:
-        return jnp.where(self.goal_reached(achieved, goal), 0.0, -1.0).astype(jnp.float32)
-
-    def goal_from_task(self, task: jax.Array) -> jax.Array:
-        """[..., 4] -> [..., 2]: the task's goal (x, y), as handed out (not mapped)."""
-        return jnp.asarray(task)[..., 2:4]
-
-    def task_with_goal(self, task: jax.Array, goal: jax.Array) -> jax.Array:
-        """[..., 4], [..., 2] -> [..., 4]: the task with goal (x, y) replaced."""
-        task = jnp.asarray(task)
-        goal = jnp.broadcast_to(goal, task.shape[:-1] + (2,)).astype(task.dtype)
-        return jnp.concatenate([task[..., :2], goal], axis=-1)
-
     # -- start protocol (reverse curriculum) ---------------------------------------------
 
     def start_from_state(self, state: PointMazeState) -> jax.Array:
         """State -> [2] (x, y) of the point."""
         return state.position
-
-    def task_with_start(self, task: jax.Array, start: jax.Array) -> jax.Array:
-        """[..., 4], [..., 2] -> [..., 4]: the task with start (x, y) replaced."""
-        start = jnp.broadcast_to(start, task.shape[:-1] + (2,)).astype(task.dtype)
-        return jnp.concatenate([start, task[..., 2:4]], axis=-1)
-
-    def goal_start(self, task: jax.Array) -> jax.Array:
-        """[4] -> [2]: the goal (mapped to a valid position) as a start."""
-        return self.valid_position(jnp.asarray(task, jnp.float32)[2:4])
 
     # -- dynamics ------------------------------------------------------------------------
 
