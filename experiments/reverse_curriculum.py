@@ -18,7 +18,6 @@ curves.png to --out and prints the table.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from dataclasses import dataclass, field
@@ -26,9 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-from acl.config import ComponentConfig, ExperimentConfig, apply_overrides, load_yaml, parse_config
+from acl.config import ComponentConfig, ExperimentConfig, parse_config
 from acl.errors import ConfigError
-from acl.results import format_table, mean_se, provenance
+from acl.results import format_table, mean_se
+from experiments.comparison import comparison_data, comparison_parser, write_comparison
 
 METHODS = ("reverse", "uniform_start", "fixed")
 DEFAULT_CONFIG = Path(__file__).parent / "configs" / "reverse_curriculum.yaml"
@@ -238,24 +238,19 @@ def plot(results: list[dict], path: Path) -> None:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m experiments.reverse_curriculum")
-    parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="YAML config")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="K=V")
-    parser.add_argument("--methods", nargs="+", default=None, choices=METHODS)
-    parser.add_argument("--seeds", type=int, default=None, help="vmapped seeds per method")
-    parser.add_argument("--out", default="runs/reverse_curriculum")
-    parser.add_argument("--no-progress", action="store_true")
+    parser = comparison_parser(
+        "python -m experiments.reverse_curriculum",
+        DEFAULT_CONFIG,
+        METHODS,
+        "runs/reverse_curriculum",
+    )
     return parser.parse_args(argv)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
     try:
-        data = apply_overrides(load_yaml(args.config), args.overrides)
-        if args.methods:
-            data["methods"] = args.methods
-        if args.seeds is not None:
-            data.setdefault("base", {})["num_seeds"] = args.seeds
+        data = comparison_data(args)
         config = parse(data)
         for method in config.methods:
             make_trainer(config, method)  # every config error before any compilation
@@ -265,17 +260,11 @@ def main(argv=None) -> int:
     from acl.results import enable_compilation_cache
 
     enable_compilation_cache()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     results = [run_method(config, m, not args.no_progress) for m in config.methods]
     text = table(results)
     print(text)
     seeds = [config.base.seed + i for i in range(config.base.num_seeds)]
-    payload = {"config": data, "provenance": provenance(seeds), "results": results}
-    (out / "results.json").write_text(json.dumps(payload, indent=1))
-    (out / "table.md").write_text(text + "\n")
-    plot(results, out / "curves.png")
-    print(f"wrote {out / 'results.json'}, {out / 'table.md'}, {out / 'curves.png'}")
+    write_comparison(Path(args.out), data, seeds, results, text, lambda p: plot(results, p))
     return 0
 
 

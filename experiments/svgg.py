@@ -29,7 +29,6 @@ the difference and whether it exceeds twice its standard error.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from dataclasses import dataclass, field
@@ -37,9 +36,10 @@ from pathlib import Path
 
 import numpy as np
 
-from acl.config import ComponentConfig, ExperimentConfig, apply_overrides, load_yaml, parse_config
+from acl.config import ComponentConfig, ExperimentConfig, parse_config
 from acl.errors import ConfigError
-from acl.results import format_table, mean_se, provenance
+from acl.results import format_table, mean_se
+from experiments.comparison import comparison_data, comparison_parser, write_comparison
 
 METHODS = ("svgg", "random_goal")
 DEFAULT_CONFIG = Path(__file__).parent / "configs" / "svgg_point_maze.yaml"
@@ -334,27 +334,17 @@ def plot(results: list[dict], config: SVGGExperimentConfig, path: Path) -> None:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m experiments.svgg")
-    parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="YAML config")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="K=V")
-    parser.add_argument("--methods", nargs="+", default=None, choices=METHODS)
-    parser.add_argument("--seeds", type=int, default=None, help="vmapped seeds per method")
+    parser = comparison_parser("python -m experiments.svgg", DEFAULT_CONFIG, METHODS, None)
     parser.add_argument(
         "--recovery", action="store_true", help="change the maze halfway (recovery.walls)"
     )
-    parser.add_argument("--out", default=None, help="default runs/svgg or runs/svgg_recovery")
-    parser.add_argument("--no-progress", action="store_true")
     return parser.parse_args(argv)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
     try:
-        data = apply_overrides(load_yaml(args.config), args.overrides)
-        if args.methods:
-            data["methods"] = args.methods
-        if args.seeds is not None:
-            data.setdefault("base", {})["num_seeds"] = args.seeds
+        data = comparison_data(args)
         config = parse(data)
         for method in config.methods:  # every config error before any compilation
             trainer, _ = make_trainer(config, method)
@@ -372,21 +362,19 @@ def main(argv=None) -> int:
 
     enable_compilation_cache()
     out = Path(args.out or ("runs/svgg_recovery" if args.recovery else "runs/svgg"))
-    out.mkdir(parents=True, exist_ok=True)
     results = [run_method(config, m, args.recovery, not args.no_progress) for m in config.methods]
     text = table(results)
     print(text)
     seeds = [config.base.seed + i for i in range(config.base.num_seeds)]
-    payload = {
-        "config": data,
-        "recovery": args.recovery,
-        "provenance": provenance(seeds),
-        "results": results,
-    }
-    (out / "results.json").write_text(json.dumps(payload, indent=1))
-    (out / "table.md").write_text(text + "\n")
-    plot(results, config, out / "curves.png")
-    print(f"wrote {out / 'results.json'}, {out / 'table.md'}, {out / 'curves.png'}")
+    write_comparison(
+        out,
+        data,
+        seeds,
+        results,
+        text,
+        lambda path: plot(results, config, path),
+        recovery=args.recovery,
+    )
     return 0
 
 

@@ -1,0 +1,53 @@
+"""What every method-comparison script shares (experiments.jsrl, .svgg,
+.reverse_curriculum): one base experiment run once per method, from a YAML config with
+`--set` overrides, `--methods` and `--seeds`, written as results.json, table.md and
+curves.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from acl.config import apply_overrides, load_yaml
+from acl.results import provenance
+
+
+def comparison_parser(
+    prog: str, default_config: Path, methods: tuple[str, ...], default_out: str | None
+) -> argparse.ArgumentParser:
+    """The shared flags; a script adds its own before parsing."""
+    parser = argparse.ArgumentParser(prog=prog)
+    parser.add_argument("--config", default=str(default_config), help="YAML config")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="K=V")
+    parser.add_argument("--methods", nargs="+", default=None, choices=methods)
+    parser.add_argument("--seeds", type=int, default=None, help="vmapped seeds per method")
+    parser.add_argument("--out", default=default_out)
+    parser.add_argument("--no-progress", action="store_true")
+    return parser
+
+
+def comparison_data(args: argparse.Namespace) -> dict:
+    """The config as a dict: the YAML, then `--set`, `--methods` and `--seeds`.
+
+    Raises ConfigError on a bad file or override."""
+    data = apply_overrides(load_yaml(args.config), args.overrides)
+    if args.methods:
+        data["methods"] = args.methods
+    if args.seeds is not None:
+        data.setdefault("base", {})["num_seeds"] = args.seeds
+    return data
+
+
+def write_comparison(
+    out: Path, data: dict, seeds: list[int], results: list[dict], text: str, plot, **extra
+) -> None:
+    """results.json (config, provenance, `extra`, results), table.md and curves.png
+    (`plot(path)`) in `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    payload = {"config": data, **extra, "provenance": provenance(seeds), "results": results}
+    (out / "results.json").write_text(json.dumps(payload, indent=1))
+    (out / "table.md").write_text(text + "\n")
+    plot(out / "curves.png")
+    print(f"wrote {out / 'results.json'}, {out / 'table.md'}, {out / 'curves.png'}")
