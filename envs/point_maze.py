@@ -188,12 +188,6 @@ class PlanarStartGoalTasks:
     goal_tolerance: float
     _snap: np.ndarray
 
-    def is_valid_position(self, points: jax.Array) -> jax.Array:
-        raise NotImplementedError
-
-    def _valid_np(self, points: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
-
     def valid_position(self, points: jax.Array) -> jax.Array:
         """[..., 2] -> [..., 2]: the point if valid, else the nearest valid snap-grid centre."""
         points = jnp.asarray(points, jnp.float32)

@@ -51,3 +51,16 @@ def write_comparison(
     (out / "table.md").write_text(text + "\n")
     plot(out / "curves.png")
     print(f"wrote {out / 'results.json'}, {out / 'table.md'}, {out / 'curves.png'}")
+
+
+def run_comparison(out: Path, data: dict, config, run, table, plot, **extra) -> None:
+    """Run every method of `config` (`run(method) -> result dict`), print `table(results)`
+    and write the outputs (`plot(results, path)`)."""
+    from acl.results import enable_compilation_cache
+
+    enable_compilation_cache()
+    results = [run(method) for method in config.methods]
+    text = table(results)
+    print(text)
+    seeds = [config.base.seed + i for i in range(config.base.num_seeds)]
+    write_comparison(out, data, seeds, results, text, lambda path: plot(results, path), **extra)

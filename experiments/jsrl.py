@@ -33,7 +33,7 @@ import numpy as np
 from acl.config import ComponentConfig, ExperimentConfig, parse_config
 from acl.errors import ConfigError
 from acl.results import format_table, mean_se
-from experiments.comparison import comparison_data, comparison_parser, write_comparison
+from experiments.comparison import comparison_data, comparison_parser, run_comparison
 
 METHODS = ("jsrl", "jsrl_random", "scratch")
 DEFAULT_CONFIG = Path(__file__).parent / "configs" / "jsrl_goal_maze.yaml"
@@ -271,14 +271,14 @@ def main(argv=None) -> int:
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    from acl.results import enable_compilation_cache
-
-    enable_compilation_cache()
-    results = [run_method(config, m, not args.no_progress) for m in config.methods]
-    text = table(results)
-    print(text)
-    seeds = [config.base.seed + i for i in range(config.base.num_seeds)]
-    write_comparison(Path(args.out), data, seeds, results, text, lambda p: plot(results, p))
+    run_comparison(
+        Path(args.out),
+        data,
+        config,
+        lambda m: run_method(config, m, not args.no_progress),
+        table,
+        plot,
+    )
     return 0
 
 

@@ -39,7 +39,7 @@ import numpy as np
 from acl.config import ComponentConfig, ExperimentConfig, parse_config
 from acl.errors import ConfigError
 from acl.results import format_table, mean_se
-from experiments.comparison import comparison_data, comparison_parser, write_comparison
+from experiments.comparison import comparison_data, comparison_parser, run_comparison
 
 METHODS = ("svgg", "random_goal")
 DEFAULT_CONFIG = Path(__file__).parent / "configs" / "svgg_point_maze.yaml"
@@ -358,21 +358,14 @@ def main(argv=None) -> int:
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    from acl.results import enable_compilation_cache
-
-    enable_compilation_cache()
     out = Path(args.out or ("runs/svgg_recovery" if args.recovery else "runs/svgg"))
-    results = [run_method(config, m, args.recovery, not args.no_progress) for m in config.methods]
-    text = table(results)
-    print(text)
-    seeds = [config.base.seed + i for i in range(config.base.num_seeds)]
-    write_comparison(
+    run_comparison(
         out,
         data,
-        seeds,
-        results,
-        text,
-        lambda path: plot(results, config, path),
+        config,
+        lambda m: run_method(config, m, args.recovery, not args.no_progress),
+        table,
+        lambda results, path: plot(results, config, path),
         recovery=args.recovery,
     )
     return 0
