@@ -155,6 +155,11 @@ def build_components(config: ExperimentConfig, challenged: bool = False) -> Comp
             f"loop.num_steps ({loop.num_steps}) must be >= the episode length "
             f"({env.max_episode_steps}) in batch mode, so every rollout holds an episode"
         )
+    if getattr(teacher, "reads_rollout", False) and loop.mode != "batch":
+        raise ConfigError(
+            f"teacher {config.teacher.name!r} scores whole levels from the rollout: "
+            "it needs loop.mode: batch"
+        )
     return Components(env, teacher, agent)
 
 
@@ -188,6 +193,7 @@ class Trainer:
         self.env, self.teacher, self.agent = c.env, c.teacher, c.agent
         # Static: without a guide the rollout traces no guide code at all.
         self.guide = getattr(self.teacher, "guide", None)
+        self.reads_rollout = getattr(self.teacher, "reads_rollout", False)
         loop = config.loop
         bind = getattr(self.agent, "bind", None)
         if bind is not None:
@@ -293,7 +299,12 @@ class Trainer:
         if self.config.loop.max_feedback:
             feedback, dropped = compact_feedback(feedback, self.config.loop.max_feedback)
         agent_state, agent_metrics = self.agent.update(seed.agent_state, batch, update_key)
-        teacher_state = self.teacher.update(teacher_state, tasks, feedback, iteration)
+        if self.reads_rollout:
+            teacher_state = self.teacher.update(
+                teacher_state, tasks, feedback, iteration, rollout=batch
+            )
+        else:
+            teacher_state = self.teacher.update(teacher_state, tasks, feedback, iteration)
         due = None
         if seed.challenge is not None:
             # A real branch unless challenges with different periods share a vmap.

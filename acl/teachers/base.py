@@ -14,6 +14,13 @@ space (env_state and env_params batched over the N instances). The loop then run
 guide for the first `SampleInfo.guide_steps` steps of each episode and the agent after.
 Without one (`getattr(teacher, "guide", None) is None`) the loop is compiled as before.
 
+A teacher that scores whole levels from the student's experience (PLR's value-loss
+scores, PAIRED's protagonist returns) sets the class attribute `reads_rollout = True`.
+The loop, which must then run in `batch` mode (instance i plays `tasks[i]` for the whole
+rollout), calls `update(state, tasks, feedback, step, rollout=batch)` with the rollout's
+`acl.agents.common.Transition` [T, N] (rewards, dones, and the agent's `extras`, e.g.
+PPO's values).
+
 `step` is the number of `update` calls before this one. It is the same for every seed
 and never vmapped, so periodic work keyed on it (a GMM fit every `fit_every` updates)
 stays a real `lax.cond` under a vmap over seeds instead of a select that runs every time.
