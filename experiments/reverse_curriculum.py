@@ -102,6 +102,16 @@ def make_trainer(config: ReverseCurriculumConfig, method: str):
     return trainer, env, task, distance
 
 
+def good_start_map(env, snapshot: dict):
+    """The reverse teacher's good-start buffer as counts per maze cell, [H, W] int32."""
+    import jax.numpy as jnp
+
+    filled = jnp.arange(snapshot["buffer"].shape[0]) < snapshot["buffer_count"]
+    cells = env.coords_to_cell(snapshot["buffer"][:, :2])
+    counts = jnp.zeros((env.height, env.width), jnp.int32)
+    return counts.at[cells[:, 0], cells[:, 1]].add(filled.astype(jnp.int32))
+
+
 def chunk_fn(trainer, task: np.ndarray, episodes: int):
     """jit(vmap(chunk)) over seeds: `iterations_per_chunk` iterations, then success from
     the hard task (greedy: one episode; sampled: `episodes` episodes)."""
@@ -121,18 +131,17 @@ def chunk_fn(trainer, task: np.ndarray, episodes: int):
         greedy = run_episodes(env, agent, state, jnp.asarray(greedy_tasks), key, True)
         sampled = run_episodes(env, agent, state, jnp.asarray(sampled_tasks), key, False)
         episodes_done = jnp.maximum(stats["episodes"].sum(), 1)
+        snapshot = trainer.teacher.snapshot(carry.seed.teacher_state)
         metrics = {
             "greedy_success": env.is_success(greedy).mean(),
             "sampled_success": env.is_success(sampled).mean(),
             "train_success": stats["success_sum"].sum() / episodes_done,
             "tasks": stats["tasks"].reshape(-1, stats["tasks"].shape[-1]),
             # The reverse teacher's scalars (rounds, good starts at the last labelling...).
-            "teacher": {
-                k: v
-                for k, v in trainer.teacher.snapshot(carry.seed.teacher_state).items()
-                if jnp.ndim(v) == 0
-            },
+            "teacher": {k: v for k, v in snapshot.items() if jnp.ndim(v) == 0},
         }
+        if "buffer" in snapshot:
+            metrics["good_starts"] = good_start_map(env, snapshot)
         return carry, metrics
 
     axes = trainer.carry_axes
@@ -152,7 +161,7 @@ def run_method(config: ReverseCurriculumConfig, method: str, progress: bool) -> 
     compiled = chunk.lower(carry).compile()
     compile_s = time.perf_counter() - t0
     curves = {k: [] for k in ("greedy_success", "sampled_success", "train_success", "reach")}
-    steps = []
+    steps, good_starts = [], []
     t1 = time.perf_counter()
     bar = tqdm(range(trainer.num_chunks), desc=method, unit="eval", disable=not progress)
     for i in bar:
@@ -166,6 +175,8 @@ def run_method(config: ReverseCurriculumConfig, method: str, progress: bool) -> 
         curves["reach"].append(reach.mean(axis=-1).astype(np.float64))
         for name, value in metrics["teacher"].items():
             curves.setdefault(f"teacher_{name}", []).append(np.asarray(value, np.float64))
+        if "good_starts" in metrics:
+            good_starts.append(np.asarray(metrics["good_starts"]))
         steps.append((i + 1) * trainer.steps_per_chunk)
         bar.set_postfix(sampled=f"{curves['sampled_success'][-1].mean():.2f}")
     wall = time.perf_counter() - t1
@@ -176,6 +187,9 @@ def run_method(config: ReverseCurriculumConfig, method: str, progress: bool) -> 
         "env_steps": steps,
         "hard_task": task.tolist(),
         "hard_distance": distance,
+        # The teacher snapshot of every evaluation: good starts per cell, [chunks, S, H, W]
+        # (reverse only; None for the baselines).
+        "good_starts": np.stack(good_starts).tolist() if good_starts else None,
         "compile_seconds": compile_s,
         "wall_seconds": wall,
         "env_steps_per_second": total_steps / wall,

@@ -226,6 +226,8 @@ def run_method(config: SVGGExperimentConfig, method: str, recovery: bool, progre
         "goal_success_final": goal_success[-1].astype(int).tolist(),
         "particles_final": particles[-1].tolist(),  # [S, P, 2]; empty for random_goal
         "particles_before_change": particles[change - 1].tolist() if recovery else None,
+        # The teacher snapshot of every evaluation: [chunks, S, P, 2] (P = 0: random_goal).
+        "particles": np.round(np.stack(particles), 4).tolist(),
         "compile_seconds": compile_s,
         "wall_seconds": wall,
         "env_steps_per_second": total_steps / wall,
@@ -283,7 +285,8 @@ def table(results: list[dict]) -> str:
     return text
 
 
-def _draw_walls(ax, env) -> None:
+def draw_walls(ax, env) -> None:
+    """point_maze's walls (the square's sides included) as black segments on `ax`."""
     for (x0, y0), (x1, y1) in np.asarray(env.walls):
         ax.plot([x0, x1], [y0, y1], color="black", lw=2)
 
@@ -323,7 +326,7 @@ def plot(results: list[dict], config: SVGGExperimentConfig, path: Path) -> None:
                 parts[0, :, 0], parts[0, :, 1], s=6, color="navy", label="particles (seed 0)"
             )
             ax.legend(loc="lower right", fontsize=7)
-        _draw_walls(ax, env)
+        draw_walls(ax, env)
         start = np.asarray(env.task_space.default)[:2]
         ax.plot(*start, marker="*", color="blue", ms=12)
         ax.set(xlim=(0, 1), ylim=(0, 1), aspect="equal", title=f"{r['method']}: final success")

@@ -1,0 +1,54 @@
+"""notebooks/goal_curricula.ipynb runs top to bottom on tiny runs of the four comparisons
+(tests/fixtures/goal_curricula, written by the scripts themselves at a few thousand steps)
+and draws every curve and teacher snapshot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.notebooks import execute, stored_parameters_cell
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = ROOT / "notebooks" / "goal_curricula.ipynb"
+FIXTURE = ROOT / "tests" / "fixtures" / "goal_curricula"
+COMPARISONS = ("svgg", "recovery", "reverse", "jsrl")
+
+
+def test_notebook_is_stored_clean():
+    assert "RESULTS_DIR = " in stored_parameters_cell(NOTEBOOK).source
+
+
+def test_fixture_holds_a_snapshot_per_evaluation():
+    for name in COMPARISONS:
+        run = json.loads((FIXTURE / name / "results.json").read_text())
+        for result in run["results"]:
+            evaluations = len(result["env_steps"])
+            assert evaluations >= 3, (name, result["method"])
+            if result["method"] == "svgg":
+                assert len(result["particles"]) == evaluations
+            if result["method"] == "reverse":
+                assert len(result["good_starts"]) == evaluations
+
+
+@pytest.mark.slow  # a kernel, matplotlib and four runs: about 25 s
+def test_notebook_executes_on_fixture(monkeypatch):
+    monkeypatch.setenv("ACL_RESULTS_DIR", str(FIXTURE))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    nb = execute(NOTEBOOK, ROOT / "notebooks", timeout=180)
+    shown = "\n".join(
+        output.get("text", "")
+        for cell in nb.cells
+        for output in cell.get("outputs", [])
+        if output.get("output_type") == "stream"
+    )
+    assert "ok: 4 comparisons, 10 methods" in shown
+    pngs = sum(
+        "image/png" in output.get("data", {})
+        for cell in nb.cells
+        for output in cell.get("outputs", [])
+    )
+    # svgg and recovery: curves + particles each; reverse: curves + good starts; jsrl.
+    assert pngs == 7
