@@ -152,3 +152,36 @@ class MatchTargetOneHot(MatchTargetDiscrete):
 
     def action_space(self):
         return spaces.Discrete(self.num_actions)
+
+
+class RecallCue(MatchTargetDiscrete):
+    """Three steps, two actions. The task picks a cue (task > 0.5), shown at the first step
+    only: obs [1, cue], then [0, 0]. The last step rewards 1 for the action equal to the
+    cue; the others reward nothing.
+
+    At the last step a feed-forward policy sees [0, 0] whatever the cue, so it is right
+    half the time at best (a deterministic one: on the tasks of one cue only); a
+    recurrent policy can carry the cue there.
+    """
+
+    name = "probe_memory"
+    max_episode_steps = 3
+
+    def reset(self, key, params):
+        return jnp.stack([1.0, params.target]), ProbeState(time=jnp.zeros((), jnp.int32))
+
+    def step(self, key, state, action, params):
+        time = state.time + 1
+        last = time >= self.max_episode_steps
+        hit = (action == params.target.astype(jnp.int32)).astype(jnp.float32)
+        return (
+            jnp.zeros(2),
+            ProbeState(time),
+            jnp.where(last, hit, 0.0),
+            last,
+            jnp.asarray(False),
+            {},
+        )
+
+    def observation_space(self):
+        return spaces.Box(0.0, 1.0, (2,))

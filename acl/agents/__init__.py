@@ -1,7 +1,18 @@
-"""Agents: PPO and DQN (+HER) sharing rollout, minibatching and networks."""
+"""Agents: PPO, recurrent PPO and DQN (+HER) sharing rollout, minibatching and networks."""
 
 from acl.agents.base import AGENTS
 from acl.agents.dqn import DQN, DQNConfig, DQNHyperparams
 from acl.agents.ppo import PPO, PPOConfig, PPOHyperparams
+from acl.agents.recurrent_ppo import RecurrentPPO, RecurrentPPOConfig
 
-__all__ = ["AGENTS", "DQN", "DQNConfig", "DQNHyperparams", "PPO", "PPOConfig", "PPOHyperparams"]
+__all__ = [
+    "AGENTS",
+    "DQN",
+    "DQNConfig",
+    "DQNHyperparams",
+    "PPO",
+    "PPOConfig",
+    "PPOHyperparams",
+    "RecurrentPPO",
+    "RecurrentPPOConfig",
+]

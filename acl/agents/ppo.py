@@ -4,6 +4,17 @@ Agent contract (DESIGN.md contract 3):
     init(key, obs_space, action_space) -> PPOState
     act(state, obs, carry, key, deterministic) -> (action, carry, PPOExtras)
     update(state, batch, key) -> (state, metrics)
+
+The pieces every PPO learner shares (recurrent PPO, acl.agents.recurrent_ppo, too) are
+module functions here: `ActionDistribution` (categorical or diagonal Gaussian),
+`ppo_loss_mask`, `ppo_loss_terms` (the clipped objective), `annealed_learning_rate` and
+`ppo_epochs` (clipped Adam steps over shuffled minibatches).
+
+A batch in which no step may be learnt from (every `loss_mask` 0, as robust PLR hands
+out for new levels) leaves params and the optimiser state exactly as they were: Adam
+would otherwise keep moving the params on its momentum with zero gradients.
+`update_count` still counts the call, since the annealing schedule spans update calls
+(the loop's iterations) and should end at zero with the run whatever was skipped.
 """
 
 from __future__ import annotations
@@ -91,7 +102,157 @@ class PPOState:
     hyper: PPOHyperparams
 
 
-_adam = optax.scale_by_adam(eps=1e-5)
+ppo_adam = optax.scale_by_adam(eps=1e-5)
+"""The optimiser of every PPO learner; the step size is applied by `ppo_epochs`."""
+
+
+class ActionDistribution:
+    """The policy's distribution over an action space: categorical for Discrete (the
+    head's output are logits [..., A]), diagonal Gaussian for Box (the output is the
+    mean [..., A], beside a log std [..., A])."""
+
+    def __init__(self, action_space):
+        self.discrete = isinstance(action_space, spaces.Discrete)
+        self.dim = action_space.n if self.discrete else int(action_space.shape[0])
+        self.low = self.high = None
+        if not self.discrete:
+            # numpy, not jax: closed-over jax arrays become hidden arguments of AOT calls
+            self.low = np.asarray(action_space.low, np.float32)
+            self.high = np.asarray(action_space.high, np.float32)
+
+    def sample(self, out, log_std, key: jax.Array, deterministic: bool):
+        """-> (action [...] or [..., A], log_prob [...]); the mode when deterministic."""
+        if self.discrete:
+            action = jnp.argmax(out, -1) if deterministic else jax.random.categorical(key, out)
+            return action, categorical_log_prob(out, action)
+        noise = jax.random.normal(key, out.shape)
+        action = out if deterministic else out + jnp.exp(log_std) * noise
+        return action, gaussian_log_prob(out, log_std, action)
+
+    def log_prob_entropy(self, out, log_std, action):
+        """-> (log_prob [...], entropy [...]) of actions taken."""
+        if self.discrete:
+            return categorical_log_prob(out, action), categorical_entropy(out)
+        return gaussian_log_prob(out, log_std, action), gaussian_entropy(log_std)
+
+    def env_action(self, action: jax.Array) -> jax.Array:
+        """The action the env receives: Gaussian samples are clipped to its bounds."""
+        if self.discrete:
+            return action
+        return jnp.clip(action, self.low, self.high)
+
+
+def ppo_loss_mask(batch: Transition) -> jax.Array:
+    """[T, N] float32: 1 where the learner may learn from the step."""
+    loss_mask = batch.loss_mask.astype(jnp.float32)
+    if batch.guided is not None:
+        # A guide's actions are off-policy for PPO (JSRL): out of the loss. GAE still
+        # runs through them; they precede the agent's steps in an episode, so the
+        # agent's advantages do not depend on them.
+        loss_mask = loss_mask * (1.0 - batch.guided.astype(jnp.float32))
+    return loss_mask
+
+
+def ppo_loss_terms(
+    log_prob: jax.Array,
+    entropy: jax.Array,
+    value: jax.Array,
+    mb: dict,
+    hyper: PPOHyperparams,
+    normalize_advantages: bool,
+):
+    """The clipped PPO objective, averaged over the steps where `mb["loss_mask"]` is 1.
+
+    `log_prob`, `entropy` and `value` come from the current params; `mb` holds
+    "loss_mask", "advantage", "target", "old_log_prob" and "old_value", all of the same
+    shape as `log_prob` (any shape: [B] for PPO, [T, B] for recurrent PPO).
+
+    Returns (loss, metrics of scalars).
+    """
+    h = hyper
+    weight = mb["loss_mask"]
+    denom = jnp.maximum(weight.sum(), 1.0)
+
+    adv = mb["advantage"]
+    if normalize_advantages:
+        mean = (adv * weight).sum() / denom
+        std = jnp.sqrt(((adv - mean) ** 2 * weight).sum() / denom)
+        adv = (adv - mean) / (std + 1e-8)
+    ratio = jnp.exp(log_prob - mb["old_log_prob"])
+    surrogate = jnp.minimum(ratio * adv, jnp.clip(ratio, 1 - h.clip_eps, 1 + h.clip_eps) * adv)
+    policy_loss = -(surrogate * weight).sum() / denom
+
+    value_err = (value - mb["target"]) ** 2
+    clipped = mb["old_value"] + jnp.clip(
+        value - mb["old_value"], -h.value_clip_eps, h.value_clip_eps
+    )
+    value_err = jnp.where(
+        h.value_clip_eps > 0, jnp.maximum(value_err, (clipped - mb["target"]) ** 2), value_err
+    )
+    value_loss = 0.5 * (value_err * weight).sum() / denom
+    entropy_mean = (entropy * weight).sum() / denom
+    total = policy_loss + h.vf_coef * value_loss - h.ent_coef * entropy_mean
+    approx_kl = (((ratio - 1) - jnp.log(ratio)) * weight).sum() / denom
+    clip_frac = ((jnp.abs(ratio - 1) > h.clip_eps) * weight).sum() / denom
+    return total, {
+        "loss": total,
+        "policy_loss": policy_loss,
+        "value_loss": value_loss,
+        "entropy": entropy_mean,
+        "approx_kl": approx_kl,
+        "clip_frac": clip_frac,
+    }
+
+
+def annealed_learning_rate(
+    hyper: PPOHyperparams, update_count: jax.Array, anneal: bool, total_updates: int
+):
+    """The step size of update call `update_count`: linear to 0 over `total_updates`."""
+    if not anneal:
+        return hyper.learning_rate
+    frac = 1.0 - update_count / total_updates
+    return hyper.learning_rate * jnp.clip(frac, 0.0, 1.0)
+
+
+def ppo_epochs(
+    key: jax.Array,
+    params,
+    opt_state: optax.OptState,
+    data: dict,
+    loss_fn,
+    hyper: PPOHyperparams,
+    learning_rate,
+    update_epochs: int,
+    num_minibatches: int,
+):
+    """Adam steps with global-norm clipping, `update_epochs` passes over `data` split
+    into `num_minibatches` shuffled minibatches along its leading axis.
+
+    `loss_fn(params, minibatch) -> (loss, metrics)`; `data["loss_mask"]` says which steps
+    may be learnt from: with none, params and opt_state come back unchanged.
+
+    Returns (params, opt_state, metrics averaged over all steps).
+    """
+
+    def sgd_step(carry, mb):
+        params, opt_state = carry
+        grads, metrics = jax.grad(loss_fn, has_aux=True)(params, mb)
+        grad_norm = optax.tree.norm(grads)
+        scale = jnp.minimum(1.0, hyper.max_grad_norm / (grad_norm + 1e-6))
+        grads = jax.tree.map(lambda g: g * scale, grads)
+        updates, opt_state = ppo_adam.update(grads, opt_state, params)
+        params = jax.tree.map(lambda p, u: p - learning_rate * u, params, updates)
+        return (params, opt_state), {**metrics, "grad_norm": grad_norm}
+
+    trained, metrics = minibatch_epochs(
+        key, (params, opt_state), data, update_epochs, num_minibatches, sgd_step
+    )
+    # A select, not a cond: the loop vmaps seeds, where a cond runs both branches anyway.
+    learn = data["loss_mask"].any()
+    params, opt_state = jax.tree.map(
+        lambda new, old: jnp.where(learn, new, old), trained, (params, opt_state)
+    )
+    return params, opt_state, jax.tree.map(jnp.mean, metrics)
 
 
 class PPO:
@@ -101,18 +262,15 @@ class PPO:
         self.config = config
         self.hyper = hyper
         self.network: ActorCritic | None = None
-        self.discrete: bool | None = None
-        self.action_low = self.action_high = None
+        self.actions: ActionDistribution | None = None
 
     def _build(self, obs_space: spaces.Box, action_space) -> None:
-        self.discrete = isinstance(action_space, spaces.Discrete)
-        action_dim = action_space.n if self.discrete else int(action_space.shape[0])
-        if not self.discrete:
-            # numpy, not jax: closed-over jax arrays become hidden arguments of AOT calls
-            self.action_low = np.asarray(action_space.low, np.float32)
-            self.action_high = np.asarray(action_space.high, np.float32)
+        self.actions = ActionDistribution(action_space)
         self.network = ActorCritic(
-            action_dim, self.discrete, self.config.hidden_sizes, self.config.activation
+            self.actions.dim,
+            self.actions.discrete,
+            self.config.hidden_sizes,
+            self.config.activation,
         )
         self.obs_shape = tuple(obs_space.shape)
 
@@ -122,7 +280,7 @@ class PPO:
         params = self.network.init(key, jnp.zeros(self.obs_shape))
         return PPOState(
             params=params,
-            opt_state=_adam.init(params),
+            opt_state=ppo_adam.init(params),
             obs_norm=RunningMeanStd.create(self.obs_shape),
             update_count=jnp.zeros((), jnp.int32),
             hyper=self.hyper,
@@ -139,76 +297,27 @@ class PPO:
 
     def env_action(self, action: jax.Array) -> jax.Array:
         """The action the env receives: Gaussian samples are clipped to its bounds."""
-        if self.discrete:
-            return action
-        return jnp.clip(action, self.action_low, self.action_high)
+        return self.actions.env_action(action)
 
     def act(self, state: PPOState, obs: jax.Array, carry, key: jax.Array, deterministic=False):
         """obs [N, *obs_shape] -> action [N] or [N, A], carry, PPOExtras [N]."""
         out, value, log_std = self._forward(state.params, state.obs_norm, obs)
-        if self.discrete:
-            action = jnp.argmax(out, -1) if deterministic else jax.random.categorical(key, out)
-            log_prob = categorical_log_prob(out, action)
-        else:
-            noise = jax.random.normal(key, out.shape)
-            action = out if deterministic else out + jnp.exp(log_std) * noise
-            log_prob = gaussian_log_prob(out, log_std, action)
+        action, log_prob = self.actions.sample(out, log_std, key, deterministic)
         return action, carry, PPOExtras(log_prob=log_prob, value=value)
 
     def value(self, state: PPOState, obs: jax.Array) -> jax.Array:
         return self._forward(state.params, state.obs_norm, obs)[1]
 
     def _loss(self, params, state: PPOState, mb):
-        h = state.hyper
         out, value, log_std = self._forward(params, state.obs_norm, mb["obs"])
-        if self.discrete:
-            log_prob = categorical_log_prob(out, mb["action"])
-            entropy = categorical_entropy(out)
-        else:
-            log_prob = gaussian_log_prob(out, log_std, mb["action"])
-            entropy = gaussian_entropy(log_std)
-        weight = mb["loss_mask"]
-        denom = jnp.maximum(weight.sum(), 1.0)
-
-        adv = mb["advantage"]
-        if self.config.normalize_advantages:
-            mean = (adv * weight).sum() / denom
-            std = jnp.sqrt(((adv - mean) ** 2 * weight).sum() / denom)
-            adv = (adv - mean) / (std + 1e-8)
-        ratio = jnp.exp(log_prob - mb["old_log_prob"])
-        surrogate = jnp.minimum(ratio * adv, jnp.clip(ratio, 1 - h.clip_eps, 1 + h.clip_eps) * adv)
-        policy_loss = -(surrogate * weight).sum() / denom
-
-        value_err = (value - mb["target"]) ** 2
-        clipped = mb["old_value"] + jnp.clip(
-            value - mb["old_value"], -h.value_clip_eps, h.value_clip_eps
+        log_prob, entropy = self.actions.log_prob_entropy(out, log_std, mb["action"])
+        return ppo_loss_terms(
+            log_prob, entropy, value, mb, state.hyper, self.config.normalize_advantages
         )
-        value_err = jnp.where(
-            h.value_clip_eps > 0, jnp.maximum(value_err, (clipped - mb["target"]) ** 2), value_err
-        )
-        value_loss = 0.5 * (value_err * weight).sum() / denom
-        entropy_mean = (entropy * weight).sum() / denom
-        total = policy_loss + h.vf_coef * value_loss - h.ent_coef * entropy_mean
-        approx_kl = (((ratio - 1) - jnp.log(ratio)) * weight).sum() / denom
-        clip_frac = ((jnp.abs(ratio - 1) > h.clip_eps) * weight).sum() / denom
-        return total, {
-            "loss": total,
-            "policy_loss": policy_loss,
-            "value_loss": value_loss,
-            "entropy": entropy_mean,
-            "approx_kl": approx_kl,
-            "clip_frac": clip_frac,
-        }
 
     def update(self, state: PPOState, batch: Transition, key: jax.Array):
         """One PPO update on a [T, N] rollout. Returns (state, metrics of scalars)."""
         h = state.hyper
-        loss_mask = batch.loss_mask.astype(jnp.float32)
-        if batch.guided is not None:
-            # A guide's actions are off-policy for PPO (JSRL): out of the loss. GAE still
-            # runs through them; they precede the agent's steps in an episode, so the
-            # agent's advantages do not depend on them.
-            loss_mask = loss_mask * (1.0 - batch.guided.astype(jnp.float32))
         next_values = self.value(state, batch.next_obs)
         advantages, targets = gae(
             batch.reward * h.reward_scale,
@@ -224,39 +333,30 @@ class PPO:
             {
                 "obs": batch.obs,
                 "action": batch.action,
-                "loss_mask": loss_mask,
+                "loss_mask": ppo_loss_mask(batch),
                 "advantage": advantages,
                 "target": targets,
                 "old_log_prob": batch.extras.log_prob,
                 "old_value": batch.extras.value,
             },
         )
-        if self.config.anneal_lr:
-            frac = 1.0 - state.update_count / self.config.total_updates
-            lr = h.learning_rate * jnp.clip(frac, 0.0, 1.0)
-        else:
-            lr = h.learning_rate
-
-        def sgd_step(carry, mb):
-            params, opt_state = carry
-            grads, metrics = jax.grad(self._loss, has_aux=True)(params, state, mb)
-            grad_norm = optax.tree.norm(grads)
-            scale = jnp.minimum(1.0, h.max_grad_norm / (grad_norm + 1e-6))
-            grads = jax.tree.map(lambda g: g * scale, grads)
-            updates, opt_state = _adam.update(grads, opt_state, params)
-            params = jax.tree.map(lambda p, u: p - lr * u, params, updates)
-            return (params, opt_state), {**metrics, "grad_norm": grad_norm}
-
-        (params, opt_state), metrics = minibatch_epochs(
+        lr = annealed_learning_rate(
+            h, state.update_count, self.config.anneal_lr, self.config.total_updates
+        )
+        params, opt_state, metrics = ppo_epochs(
             key,
-            (state.params, state.opt_state),
+            state.params,
+            state.opt_state,
             flat,
+            lambda params, mb: self._loss(params, state, mb),
+            h,
+            lr,
             self.config.update_epochs,
             self.config.num_minibatches,
-            sgd_step,
         )
         obs_norm = state.obs_norm
         if self.config.normalize_obs:
+            # Observation statistics are no gradient step: kept even when nothing is learnt.
             obs_norm = obs_norm.update(flat["obs"])
         new_state = state.replace(
             params=params,
@@ -264,7 +364,6 @@ class PPO:
             obs_norm=obs_norm,
             update_count=state.update_count + 1,
         )
-        metrics = jax.tree.map(jnp.mean, metrics)
         metrics["learning_rate"] = jnp.asarray(lr, jnp.float32)
         return new_state, metrics
 

@@ -1,0 +1,416 @@
+"""Recurrent PPO: an encoder, an LSTM and actor-critic heads, trained on whole sequences.
+
+The student of the unsupervised-environment-design literature (PAIRED, PLR, ACCEL): on an
+env with an egocentric image and a direction (envs.maze: `image_shape` and
+`split_observation`) the encoder is a 3x3 conv with 16 filters, relu, flattened, beside a
+learned 5-dim direction embedding; elsewhere it is an MLP on the flat observation. Then an
+LSTM (256 units) and actor and critic heads (one hidden layer of 32, relu). Defaults are
+those papers' PPO: lr 1e-4 annealed, 5 epochs of 1 minibatch, gamma 0.995, GAE lambda
+0.98, clip 0.2, entropy 1e-3, value coefficient 0.5, grad-norm 0.5.
+
+Agent contract (DESIGN.md contract 3):
+    bind(env, num_envs)                 picks the encoder from the env (before init)
+    init(key, obs_space, action_space) -> RecurrentPPOState
+    initial_carry(n) -> LSTM carry (c [n, H], h [n, H]), zeros
+    act(state, obs, carry, key, deterministic) -> (action, carry, RecurrentPPOExtras)
+    update(state, batch, key) -> (state, metrics)
+
+The rollout (acl.rollout.collect) resets an instance's carry to `initial_carry` when its
+episode ends; `update` replays each sequence from the carry the rollout had at its first
+step (stored in the extras) and resets it to zeros where the previous step was `done`, so
+it recomputes exactly the log-probs and values the rollout acted with. Minibatches are
+whole sequences (the batch is split along its env axis N). The loss, the learning-rate
+schedule, the optimiser step and the no-op on batches with nothing to learn from are
+PPO's (acl.agents.ppo).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import struct
+
+from acl.agents.base import AGENTS
+from acl.agents.common import Transition, gae
+from acl.agents.networks import ACTIVATIONS, ActorCritic, _orthogonal, dense
+from acl.agents.ppo import (
+    ActionDistribution,
+    PPOHyperparams,
+    annealed_learning_rate,
+    ppo_adam,
+    ppo_epochs,
+    ppo_loss_mask,
+    ppo_loss_terms,
+)
+from acl.errors import ConfigError
+
+RECURRENT_PPO_HYPERPARAMS = PPOHyperparams(
+    learning_rate=1e-4,
+    gamma=0.995,
+    gae_lambda=0.98,
+    clip_eps=0.2,
+    value_clip_eps=0.2,
+    ent_coef=1e-3,
+    vf_coef=0.5,
+    max_grad_norm=0.5,
+)
+"""The UED papers' PPO (dcd, JaxUED): the defaults of `make_recurrent_ppo`."""
+
+ENCODERS = ("auto", "conv", "mlp")
+
+
+@dataclass(frozen=True)
+class RecurrentPPOConfig:
+    """Shape-setting and structural options (static)."""
+
+    encoder: str = "auto"
+    """conv: conv + direction embedding (needs a bound env with `image_shape`); mlp: an
+    MLP on the flat observation; auto: conv where the bound env has an image."""
+    conv_features: int = 16
+    """Filters of the conv encoder's one layer."""
+    conv_kernel_size: int = 3
+    """Its square kernel (valid padding, stride 1)."""
+    direction_features: int = 5
+    """Width of the learned direction embedding."""
+    mlp_sizes: tuple[int, ...] = (64,)
+    """Hidden layers of the MLP encoder (empty: the observation feeds the LSTM as is)."""
+    lstm_size: int = 256
+    """LSTM units."""
+    head_sizes: tuple[int, ...] = (32,)
+    """Hidden layers of the actor and of the critic head."""
+    activation: str = "relu"
+    """Hidden activation of the MLP encoder and the heads: relu or tanh."""
+    update_epochs: int = 5
+    """Passes over each rollout batch."""
+    num_minibatches: int = 1
+    """Minibatches per epoch, each of whole sequences: must divide the number of envs."""
+    anneal_lr: bool = True
+    """Anneal the learning rate linearly to 0 over `total_updates`."""
+    normalize_advantages: bool = True
+    """Standardise advantages within each minibatch."""
+    total_updates: int = 1
+    """Number of update calls the annealing schedule spans (set by the loop)."""
+
+
+@struct.dataclass
+class RecurrentPPOExtras:
+    """What `act` returns beside the action; stored in the rollout batch."""
+
+    log_prob: jax.Array
+    """[N] log-probability of the action taken."""
+    value: jax.Array
+    """[N] the critic's value of the observation."""
+    carry: tuple[jax.Array, jax.Array]
+    """The LSTM carry (c, h), each [N, H], *before* the step: update replays from it."""
+
+
+@struct.dataclass
+class RecurrentPPOState:
+    params: dict
+    opt_state: optax.OptState
+    update_count: jax.Array
+    hyper: PPOHyperparams
+
+
+class ImageDirectionEncoder(nn.Module):
+    """(image [..., V, V, C], direction [...] int) -> features [..., F]."""
+
+    num_directions: int
+    conv_features: int = 16
+    kernel_size: int = 3
+    direction_features: int = 5
+
+    @nn.compact
+    def __call__(self, inputs):
+        image, direction = inputs
+        batch_shape = image.shape[:-3]
+        conv = nn.Conv(
+            self.conv_features,
+            (self.kernel_size, self.kernel_size),
+            padding="VALID",
+            kernel_init=_orthogonal(np.sqrt(2)),
+            bias_init=nn.initializers.zeros,
+        )
+        x = nn.relu(conv(image)).reshape(batch_shape + (-1,))
+        embedding = nn.Embed(self.num_directions, self.direction_features)(direction)
+        return jnp.concatenate([x, embedding], axis=-1)
+
+
+class MLPEncoder(nn.Module):
+    """obs [..., O] -> features [..., F] (O itself with no hidden layers)."""
+
+    hidden_sizes: Sequence[int]
+    activation: str = "relu"
+
+    @nn.compact
+    def __call__(self, obs):
+        for size in self.hidden_sizes:
+            obs = ACTIVATIONS[self.activation](dense(size, np.sqrt(2))(obs))
+        return obs
+
+
+class RecurrentActorCritic(nn.Module):
+    """Encoder -> LSTM -> actor and critic heads, in three methods so the encoder and the
+    heads run over a whole [T, N] sequence at once and only the LSTM steps in a scan."""
+
+    encoder: nn.Module
+    lstm_size: int
+    action_dim: int
+    discrete: bool
+    head_sizes: Sequence[int]
+    activation: str
+
+    def setup(self):
+        # Flax's default recurrent init is a batched QR under a vmap over seeds: see
+        # networks._orthogonal.
+        self.cell = nn.OptimizedLSTMCell(self.lstm_size, recurrent_kernel_init=_orthogonal(1.0))
+        self.heads = ActorCritic(self.action_dim, self.discrete, self.head_sizes, self.activation)
+
+    def __call__(self, carry, inputs):
+        """One step (for init): -> (carry, (out, value, log_std))."""
+        carry = self.recur(carry, self.encode(inputs))
+        return carry, self.policy(carry[1])
+
+    def encode(self, inputs):
+        return self.encoder(inputs)
+
+    def recur(self, carry, features):
+        """LSTM carry (c, h) [..., H] and features [..., F] -> the next carry."""
+        return self.cell(carry, features)[0]
+
+    def policy(self, hidden):
+        """hidden [..., H] -> (out [..., A], value [...], log_std [..., A] or None)."""
+        return self.heads(hidden)
+
+
+def episode_starts(done: jax.Array) -> jax.Array:
+    """done [T, N] -> [T, N] bool: the previous step ended an episode, so the rollout
+    started this step from a fresh carry. Step 0 continues the stored carry."""
+    return jnp.concatenate([jnp.zeros_like(done[:1]), done[:-1]]).astype(bool)
+
+
+def _reset_where(start: jax.Array, carry):
+    """Zero the carry of the instances where start [N] is true."""
+    return jax.tree.map(lambda c: jnp.where(start[:, None], jnp.zeros_like(c), c), carry)
+
+
+def _env_major(tree):
+    """[T, N, ...] <-> [N, T, ...]."""
+    return jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), tree)
+
+
+class RecurrentPPO:
+    """PPO with an LSTM policy, discrete (categorical) or continuous (diagonal Gaussian)."""
+
+    def __init__(
+        self,
+        config: RecurrentPPOConfig = RecurrentPPOConfig(),
+        hyper: PPOHyperparams = RECURRENT_PPO_HYPERPARAMS,
+    ):
+        if config.encoder not in ENCODERS:
+            raise ConfigError(f"agent.encoder must be one of {ENCODERS}, got {config.encoder!r}")
+        if config.activation not in ACTIVATIONS:
+            raise ConfigError(
+                f"agent.activation must be one of {sorted(ACTIVATIONS)}, got {config.activation!r}"
+            )
+        self.config = config
+        self.hyper = hyper
+        self.image_env = None
+        self.network: RecurrentActorCritic | None = None
+        self.actions: ActionDistribution | None = None
+
+    # -- set-up (host side) --------------------------------------------------------------
+
+    def bind(self, env, num_envs: int) -> None:
+        """Read the env's image layout (for the conv encoder) and check that the
+        `num_envs` sequences split into the minibatches."""
+        if num_envs % self.config.num_minibatches:
+            raise ConfigError(
+                f"agent.num_minibatches ({self.config.num_minibatches}) must divide "
+                f"loop.num_envs ({num_envs}): recurrent PPO's minibatches are whole sequences"
+            )
+        has_image = hasattr(env, "image_shape") and hasattr(env, "split_observation")
+        if self.config.encoder == "conv" and not has_image:
+            raise ConfigError(
+                "agent.encoder=conv needs an env with an image observation "
+                f"(image_shape, split_observation); '{getattr(env, 'name', env)}' has none"
+            )
+        self.image_env = env if has_image and self.config.encoder != "mlp" else None
+
+    def _build(self, obs_space, action_space) -> None:
+        c = self.config
+        if c.encoder == "conv" and self.image_env is None:
+            raise ConfigError("agent.encoder=conv: bind(env, num_envs) the agent before init")
+        if self.image_env is not None:
+            # The flat observation is the image, then a one-hot direction (envs.maze).
+            image_size = int(np.prod(self.image_env.image_shape))
+            encoder = ImageDirectionEncoder(
+                num_directions=int(obs_space.shape[-1]) - image_size,
+                conv_features=c.conv_features,
+                kernel_size=c.conv_kernel_size,
+                direction_features=c.direction_features,
+            )
+        else:
+            encoder = MLPEncoder(c.mlp_sizes, c.activation)
+        self.actions = ActionDistribution(action_space)
+        self.network = RecurrentActorCritic(
+            encoder,
+            c.lstm_size,
+            self.actions.dim,
+            self.actions.discrete,
+            c.head_sizes,
+            c.activation,
+        )
+        self.obs_shape = tuple(obs_space.shape)
+
+    def _inputs(self, obs: jax.Array):
+        """The encoder's input: obs [..., O], or (image [..., V, V, C], direction [...])."""
+        if self.image_env is None:
+            return obs
+        image, direction = self.image_env.split_observation(obs)
+        if direction.ndim > image.ndim - 3:  # one-hot rather than an index
+            direction = jnp.argmax(direction, -1)
+        return image, direction.astype(jnp.int32)
+
+    # -- the agent -----------------------------------------------------------------------
+
+    def init(self, key: jax.Array, obs_space, action_space) -> RecurrentPPOState:
+        if self.network is None:
+            self._build(obs_space, action_space)
+        obs = jnp.zeros((1,) + self.obs_shape)
+        params = self.network.init(key, self.initial_carry(1), self._inputs(obs))
+        return RecurrentPPOState(
+            params=params,
+            opt_state=ppo_adam.init(params),
+            update_count=jnp.zeros((), jnp.int32),
+            hyper=self.hyper,
+        )
+
+    def initial_carry(self, n: int) -> tuple[jax.Array, jax.Array]:
+        """The LSTM carry (c [n, H], h [n, H]) of a fresh episode: zeros."""
+        zeros = jnp.zeros((n, self.config.lstm_size))
+        return zeros, zeros
+
+    def env_action(self, action: jax.Array) -> jax.Array:
+        """The action the env receives: Gaussian samples are clipped to its bounds."""
+        return self.actions.env_action(action)
+
+    def act(self, state: RecurrentPPOState, obs, carry, key: jax.Array, deterministic=False):
+        """obs [N, *obs_shape], carry ([N, H], [N, H]) -> action [N] or [N, A], the next
+        carry, RecurrentPPOExtras [N]."""
+        features = self.network.apply(state.params, self._inputs(obs), method="encode")
+        next_carry = self.network.apply(state.params, carry, features, method="recur")
+        out, value, log_std = self.network.apply(state.params, next_carry[1], method="policy")
+        action, log_prob = self.actions.sample(out, log_std, key, deterministic)
+        return action, next_carry, RecurrentPPOExtras(log_prob=log_prob, value=value, carry=carry)
+
+    def replay(self, params, carry, obs: jax.Array, starts: jax.Array):
+        """Run the network over sequences as the rollout did.
+
+        carry ([N, H], [N, H]) before step 0; obs [T, N, *obs_shape]; starts [T, N] bool
+        (`episode_starts(batch.done)`): the carry is zeroed before these steps.
+
+        Returns (carries after each step, ([T, N, H], [T, N, H]); out [T, N, A];
+        value [T, N]; log_std [T, N, A] or None).
+        """
+        features = self.network.apply(params, self._inputs(obs), method="encode")
+
+        def step(carry, xs):
+            x, start = xs
+            carry = self.network.apply(params, _reset_where(start, carry), x, method="recur")
+            return carry, carry
+
+        _, carries = jax.lax.scan(step, carry, (features, starts))
+        out, value, log_std = self.network.apply(params, carries[1], method="policy")
+        return carries, out, value, log_std
+
+    def _bootstrap_values(self, params, carries, next_obs: jax.Array) -> jax.Array:
+        """V(next_obs[t]) [T, N], one more LSTM step from the carry after step t: the
+        final observation of an episode is still that episode's, so no reset."""
+        features = self.network.apply(params, self._inputs(next_obs), method="encode")
+        hidden = self.network.apply(params, carries, features, method="recur")[1]
+        return self.network.apply(params, hidden, method="policy")[1]
+
+    def _loss(self, params, hyper: PPOHyperparams, mb: dict):
+        steps = _env_major({k: v for k, v in mb.items() if k != "carry"})
+        _, out, value, log_std = self.replay(params, mb["carry"], steps["obs"], steps["start"])
+        log_prob, entropy = self.actions.log_prob_entropy(out, log_std, steps["action"])
+        return ppo_loss_terms(
+            log_prob, entropy, value, steps, hyper, self.config.normalize_advantages
+        )
+
+    def update(self, state: RecurrentPPOState, batch: Transition, key: jax.Array):
+        """One PPO update on a [T, N] rollout: obs [T, N, *obs_shape], action [T, N] (or
+        [T, N, A]), extras.carry ([T, N, H], [T, N, H]) of which step 0 seeds the replay.
+
+        Returns (state, metrics of scalars)."""
+        h = state.hyper
+        first_carry = jax.tree.map(lambda c: c[0], batch.extras.carry)
+        starts = episode_starts(batch.done)
+        carries, *_ = self.replay(state.params, first_carry, batch.obs, starts)
+        next_values = self._bootstrap_values(state.params, carries, batch.next_obs)
+        advantages, targets = gae(
+            batch.reward * h.reward_scale,
+            batch.extras.value,
+            next_values,
+            batch.terminated,
+            batch.done,
+            h.gamma,
+            h.gae_lambda,
+        )
+        # Env-major, so shuffled minibatches hold whole sequences with their first carry.
+        sequences = _env_major(
+            {
+                "obs": batch.obs,
+                "start": starts,
+                "action": batch.action,
+                "loss_mask": ppo_loss_mask(batch),
+                "advantage": advantages,
+                "target": targets,
+                "old_log_prob": batch.extras.log_prob,
+                "old_value": batch.extras.value,
+            }
+        )
+        sequences["carry"] = first_carry
+        lr = annealed_learning_rate(
+            h, state.update_count, self.config.anneal_lr, self.config.total_updates
+        )
+        params, opt_state, metrics = ppo_epochs(
+            key,
+            state.params,
+            state.opt_state,
+            sequences,
+            lambda params, mb: self._loss(params, h, mb),
+            h,
+            lr,
+            self.config.update_epochs,
+            self.config.num_minibatches,
+        )
+        new_state = state.replace(
+            params=params, opt_state=opt_state, update_count=state.update_count + 1
+        )
+        metrics["learning_rate"] = jnp.asarray(lr, jnp.float32)
+        return new_state, metrics
+
+
+def make_recurrent_ppo(**kwargs) -> RecurrentPPO:
+    """Build recurrent PPO from flat config keys: RecurrentPPOConfig fields and
+    PPOHyperparams fields (unset ones take RECURRENT_PPO_HYPERPARAMS)."""
+    config = {k: v for k, v in kwargs.items() if k in RecurrentPPOConfig.__dataclass_fields__}
+    hyper = {k: float(v) for k, v in kwargs.items() if k in PPOHyperparams.__dataclass_fields__}
+    for key in ("mlp_sizes", "head_sizes"):
+        if key in config:
+            config[key] = tuple(int(s) for s in config[key])
+    return RecurrentPPO(RecurrentPPOConfig(**config), RECURRENT_PPO_HYPERPARAMS.replace(**hyper))
+
+
+make_recurrent_ppo.config_keys = frozenset(RecurrentPPOConfig.__dataclass_fields__) | frozenset(
+    PPOHyperparams.__dataclass_fields__
+)
+AGENTS.register("recurrent_ppo")(make_recurrent_ppo)
