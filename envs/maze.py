@@ -61,7 +61,7 @@ to the next cell in row-major order (wrapping), also cleared. `params_to_task` w
 cell centres ((i + 0.5) / n), so the round trip is exact. The literature's domain
 randomisation is `sample_level` (`num_walls`
 distinct walls, 25 by default, 60 in ACCEL's setting), also as `sample_params`,
-`sample_tasks`.
+`sample_tasks`; ACCEL's level edits are `edit_tasks` (toggle the walls of a few cells).
 
 Rendering (numpy, MiniGrid's palette): `render(state, params)` -> uint8 RGB with the
 visible view highlighted, `render_level(params)`, `episode_frames(params, actions)`, and
@@ -491,6 +491,32 @@ class Maze(TaskEnv):
         """n domain-randomised levels as tasks [n, H * W + 5]."""
         params = jax.vmap(lambda k: self.sample_params(k, num_walls))(jax.random.split(key, n))
         return self.params_to_task(params)
+
+    def edit_tasks(self, key: jax.Array, tasks: jax.Array, num_edits: int) -> jax.Array:
+        """ACCEL's edits of levels tasks [n, H * W + 5] -> tasks [n, H * W + 5], jittable.
+
+        Each level gets `num_edits` (static) distinct cells toggled, wall <-> free, drawn
+        uniformly from the cells other than the agent's and the goal's (so both stay
+        free); agent, direction and goal are kept. So exactly min(num_edits, H * W - 2)
+        cells change. The result is in canonical form (`params_to_task`), so an edited
+        level compares equal to the same level reached any other way.
+        """
+        num_cells = self.height * self.width
+        params = self.params_for_tasks(tasks)
+        count = min(int(num_edits), num_cells - 2)
+        if count <= 0:
+            return self.params_to_task(params)
+        agent = params.agent_pos[:, 0] * self.width + params.agent_pos[:, 1]
+        goal = params.goal_pos[:, 0] * self.width + params.goal_pos[:, 1]
+        cells = jnp.arange(num_cells)
+        kept = (cells == agent[:, None]) | (cells == goal[:, None])
+        # The `count` largest of uniform draws: distinct cells, uniformly chosen; the
+        # agent's and the goal's cells (below every draw) are never among them.
+        noise = jnp.where(kept, -1.0, jax.random.uniform(key, kept.shape))
+        _, chosen = jax.lax.top_k(noise, count)  # [n, count]
+        flip = jnp.zeros(kept.shape, bool).at[jnp.arange(tasks.shape[0])[:, None], chosen].set(True)
+        walls = params.wall_map.reshape(kept.shape) ^ flip
+        return self.params_to_task(params.replace(wall_map=walls.reshape(params.wall_map.shape)))
 
     # -- spaces -------------------------------------------------------------------------
 

@@ -5,6 +5,14 @@
 It checks the protocol, jit, vmap over seeds, a valid sample after every update, and
 that an all-invalid feedback mask (with garbage in the masked records) changes nothing
 that could poison later samples.
+
+Keywords of `check_teacher` for teachers beyond the box tasks of `SPACE`:
+- `space=`: the task space handed to `make_teacher` and checked against (an env's, e.g.
+  `Maze(6, 6).task_space` for level teachers); default `SPACE`.
+- `make_rollout=`: for teachers with `reads_rollout`, `make_rollout(key, tasks [n, D])`
+  -> `acl.agents.common.Transition` [T, n] passed to `update(..., rollout=...)`; pure
+  JAX (it is vmapped over seeds). Default: `fake_rollout(key, n)` (random rewards and
+  dones, `extras.value`). Ignored for other teachers.
 """
 
 from __future__ import annotations
@@ -14,7 +22,9 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import struct
 
+from acl.agents.common import Transition
 from acl.spaces import Box
 from acl.teachers.base import Feedback, SampleInfo, Teacher
 
@@ -34,11 +44,13 @@ def feedback(tasks, returns, mask=None) -> Feedback:
     )
 
 
-def random_feedback(key, tasks: jax.Array, valid_fraction: float = 0.7) -> Feedback:
+def random_feedback(
+    key, tasks: jax.Array, valid_fraction: float = 0.7, space: Box = SPACE
+) -> Feedback:
     """Feedback for tasks [K, D]: returns rise with the first coordinate, some masked."""
     k_mask, k_noise = jax.random.split(key)
     n = tasks.shape[0]
-    ret = (tasks[:, 0] - SPACE.low[0]) / (SPACE.high[0] - SPACE.low[0])
+    ret = (tasks[:, 0] - space.low[0]) / (space.high[0] - space.low[0])
     ret = ret + 0.1 * jax.random.normal(k_noise, (n,))
     return Feedback(
         task=tasks,
@@ -46,6 +58,32 @@ def random_feedback(key, tasks: jax.Array, valid_fraction: float = 0.7) -> Feedb
         success=ret > 0.5,
         length=jnp.full((n,), 10, jnp.int32),
         mask=jax.random.uniform(k_mask, (n,)) < valid_fraction,
+    )
+
+
+@struct.dataclass
+class RolloutExtras:
+    """What a rollout reader needs of an agent's `extras`: its value estimates [T, N]."""
+
+    value: jax.Array
+
+
+def fake_rollout(key, n: int, num_steps: int = 16) -> Transition:
+    """A random rollout [T = num_steps, n]: sparse positive rewards, random episode ends
+    (some terminated, the rest truncated), values in [0, 1) in `extras.value`."""
+    k_reward, k_done, k_term, k_value = jax.random.split(key, 4)
+    shape = (num_steps, n)
+    done = jax.random.uniform(k_done, shape) < 0.2
+    reward = jnp.where(done, jax.random.uniform(k_reward, shape), 0.0)
+    return Transition(
+        obs=jnp.zeros(shape + (1,)),
+        action=jnp.zeros(shape, jnp.int32),
+        reward=reward,
+        terminated=done & (jax.random.uniform(k_term, shape) < 0.5),
+        done=done,
+        next_obs=jnp.zeros(shape + (1,)),
+        loss_mask=jnp.ones(shape),
+        extras=RolloutExtras(value=jax.random.uniform(k_value, shape)),
     )
 
 
@@ -68,10 +106,18 @@ def assert_valid_tasks(tasks, n: int, space: Box = SPACE) -> None:
     assert (tasks <= np.asarray(space.high) + 1e-6).all(), "task above the upper bound"
 
 
-def check_teacher(make_teacher, rounds: int = 12, batch: int = 32, num_seeds: int = 3) -> None:
+def check_teacher(
+    make_teacher,
+    rounds: int = 12,
+    batch: int = 32,
+    num_seeds: int = 3,
+    *,
+    space: Box = SPACE,
+    make_rollout=None,
+) -> None:
     """`rounds` updates with `batch` records each; pick teacher settings whose periodic
-    work (fits, splits) happens within them."""
-    teacher = make_teacher(SPACE)
+    work (fits, splits) happens within them. `space`, `make_rollout`: module docstring."""
+    teacher = make_teacher(space)
     assert isinstance(teacher, Teacher), "teacher lacks part of the protocol"
     params = teacher.default_params()
     state = teacher.init(jax.random.PRNGKey(0), params)
@@ -81,7 +127,18 @@ def check_teacher(make_teacher, rounds: int = 12, batch: int = 32, num_seeds: in
 
     init = jax.jit(teacher.init)
     sample = jax.jit(teacher.sample, static_argnums=2)
-    update = jax.jit(teacher.update)
+    if getattr(teacher, "reads_rollout", False):
+        make_rollout = make_rollout or (lambda key, tasks: fake_rollout(key, tasks.shape[0]))
+
+        def update_fn(state, tasks, feedback, step, key):
+            return teacher.update(state, tasks, feedback, step, rollout=make_rollout(key, tasks))
+    else:
+
+        def update_fn(state, tasks, feedback, step, key):
+            del key
+            return teacher.update(state, tasks, feedback, step)
+
+    update = jax.jit(update_fn)
 
     state = init(jax.random.PRNGKey(1), params)
     key = jax.random.PRNGKey(2)
@@ -90,20 +147,21 @@ def check_teacher(make_teacher, rounds: int = 12, batch: int = 32, num_seeds: in
         state, tasks, info = sample(state, k_sample, batch)
         assert isinstance(info, SampleInfo) and info.train_on.shape == (batch,)
         assert info.guide_steps.shape == (batch,) and info.guide_steps.dtype == jnp.int32
-        assert_valid_tasks(tasks, batch)
-        state = update(state, tasks, random_feedback(k_feedback, tasks), jnp.int32(step))
+        assert_valid_tasks(tasks, batch, space)
+        feedback = random_feedback(k_feedback, tasks, space=space)
+        state = update(state, tasks, feedback, jnp.int32(step), k_feedback)
         _, after, _ = sample(state, k_sample, batch)
-        assert_valid_tasks(after, batch)
+        assert_valid_tasks(after, batch, space)
 
     # All-invalid feedback with NaN payload must not leak into the state.
     before = jax.tree.leaves(state)
-    state = update(state, tasks, garbage_feedback(tasks), jnp.int32(rounds))
+    state = update(state, tasks, garbage_feedback(tasks), jnp.int32(rounds), key)
     for leaf in jax.tree.leaves(state):
         if jnp.issubdtype(jnp.asarray(leaf).dtype, jnp.floating):
             assert np.isfinite(np.asarray(leaf)).all(), "masked garbage reached the state"
     assert len(before) == len(jax.tree.leaves(state))
     _, tasks, _ = sample(state, jax.random.PRNGKey(9), batch)
-    assert_valid_tasks(tasks, batch)
+    assert_valid_tasks(tasks, batch, space)
     snapshot = jax.jit(teacher.snapshot)(state)
     assert isinstance(snapshot, dict)
     for name, value in snapshot.items():
@@ -113,15 +171,15 @@ def check_teacher(make_teacher, rounds: int = 12, batch: int = 32, num_seeds: in
     keys = jax.random.split(jax.random.PRNGKey(3), num_seeds)
     states = jax.jit(jax.vmap(teacher.init, in_axes=(0, None)))(keys, params)
     vsample = jax.jit(jax.vmap(teacher.sample, in_axes=(0, 0, None)), static_argnums=2)
-    vupdate = jax.jit(jax.vmap(teacher.update, in_axes=(0, 0, 0, None)))
+    vupdate = jax.jit(jax.vmap(update_fn, in_axes=(0, 0, 0, None, 0)))
     for i in range(rounds):
         sample_keys = jax.random.split(jax.random.PRNGKey(10 + i), num_seeds)
         states, tasks, _ = vsample(states, sample_keys, batch)
-        assert tasks.shape == (num_seeds, batch, SPACE.dim)
+        assert tasks.shape == (num_seeds, batch, space.dim)
         for seed_tasks in tasks:
-            assert_valid_tasks(seed_tasks, batch)
-        feedback = jax.vmap(random_feedback)(sample_keys, tasks)
-        states = vupdate(states, tasks, feedback, jnp.int32(i))
+            assert_valid_tasks(seed_tasks, batch, space)
+        feedback = jax.vmap(lambda k, t: random_feedback(k, t, space=space))(sample_keys, tasks)
+        states = vupdate(states, tasks, feedback, jnp.int32(i), sample_keys)
 
 
 def fit_once_without_random_tasks(teacher, tasks, returns):

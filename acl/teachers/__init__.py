@@ -3,6 +3,8 @@
 from acl.teachers import alp_gmm as _alp_gmm  # noqa: F401  (registers alp_gmm)
 from acl.teachers import covar_gmm as _covar_gmm  # noqa: F401  (registers covar_gmm)
 from acl.teachers import jsrl as _jsrl  # noqa: F401  (registers jsrl)
+from acl.teachers import paired as _paired  # noqa: F401  (registers paired)
+from acl.teachers import plr as _plr  # noqa: F401  (registers dr, plr, robust_plr, accel)
 from acl.teachers import random as _random  # noqa: F401  (registers random, fixed)
 from acl.teachers import reverse as _reverse  # noqa: F401  (registers reverse, uniform_start)
 from acl.teachers import riac as _riac  # noqa: F401  (registers riac)

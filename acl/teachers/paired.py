@@ -1,0 +1,538 @@
+"""PAIRED (Dennis et al. 2020, "Emergent Complexity and Zero-shot Transfer via
+Unsupervised Environment Design"): an adversary builds the levels, and its reward is the
+regret of the student (the protagonist) against a second student (the antagonist).
+
+The teacher (registered as `paired`, maze only) owns two of the three PPO learners; the
+loop's agent is the protagonist.
+
+- Adversary: an agent (`adversary_agent`, "recurrent_ppo" by default: dcd's adversary
+  is an LSTM policy) acting in the maze editor (envs/maze_editor.py): goal, then agent,
+  then `num_wall_steps` walls, observing the full map, the time step and a noise
+  vector. `sample(state, key, n)` rolls n editor episodes (one `acl.rollout.collect` of
+  the editor's fixed episode length over the n instances), hands out the finished
+  levels as tasks (`env.params_to_task`) and keeps the adversary's trajectory [E, n]
+  in the state for its update.
+- Antagonist: an agent of the protagonist's kind and kwargs when the loop passes them
+  (`student_agent`, `student_kwargs`), otherwise `antagonist_agent` / `antagonist_kwargs`
+  ("ppo", PPO's defaults). In `update` it plays the same levels for the same number of
+  steps as the protagonist's rollout (`start_slots` + `collect`, batch mode: instance i
+  plays tasks[i] throughout) and takes its own agent update on that batch.
+- Regret per level (`regret`): max antagonist episode return - mean protagonist episode
+  return on the level, clipped at 0 (`clip_regret`, True by default, as in most
+  codebases). It is the adversary's reward at the last editor step (the only non-zero
+  one); the adversary then takes its agent update on the stored trajectory.
+
+Episode returns per level (`episode_returns`) come from the rollout batches: in batch
+mode every instance starts its first episode at step 0, so the return of an episode is
+the sum of its rewards since the previous `done` (or the start). Only completed episodes
+count. A level where the protagonist or the antagonist completed no episode has no
+regret estimate: its regret is 0 (and it counts in `scored_share` of the snapshot as
+unscored). With `loop.num_steps >= env.max_episode_steps`, which batch mode requires,
+every instance completes at least one episode, so this happens only with hand-made
+batches.
+
+Where this departs from the papers, and why:
+- The adversary is the agent registry's recurrent PPO with its MLP encoder on the
+  flattened editor observation (dcd: a conv over the map, a time-step embedding, then
+  the LSTM). Any registered agent may be named in `adversary_agent` ("ppo": a
+  feed-forward adversary). Agents that bind to their env (recurrent PPO, DQN) need the
+  instance count `num_envs` (= loop.num_envs) at construction.
+- The adversary's PPO settings default to the UED codebases' PPO (lr 1e-4, 5 epochs, 1
+  minibatch, gamma 0.995, GAE lambda 0.98, clip 0.2, entropy 1e-3, value coef 0.5,
+  grad-norm 0.5), applied to the keys the chosen agent accepts; `adversary_kwargs`
+  override them.
+- Learning-rate annealing spans the loop's update count when the loop passes the
+  protagonist's kwargs (their `total_updates`); without it the teacher's learners do not
+  anneal (an annealing over a guessed count would stop them early).
+
+The state's trajectory and level arrays are sized by the last `sample`; `init` sizes
+them for `num_envs` levels (0 when unset). The loop's carry is always a state after a
+sample, so its shapes stay fixed either way; with `num_envs` they also match `init`'s
+(no second compile of a jitted `sample`).
+
+Everything is jittable and vmappable over seeds.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from acl import rollout as shared_rollout  # a module: acl.rollout imports acl.teachers
+from acl.agents import AGENTS
+from acl.agents.common import Transition
+from acl.config import check_kwargs
+from acl.errors import ConfigError
+from acl.spaces import Box
+from acl.teachers.base import TEACHERS, Feedback, default_info
+from envs.maze import Maze, shortest_path_length
+from envs.maze_editor import DEFAULT_NOISE_DIM, DEFAULT_WALL_STEPS, MazeEditor
+
+ADVERSARY_DEFAULTS: dict[str, Any] = {
+    "learning_rate": 1e-4,
+    "update_epochs": 5,
+    "num_minibatches": 1,
+    "gamma": 0.995,
+    "gae_lambda": 0.98,
+    "clip_eps": 0.2,
+    "ent_coef": 1e-3,
+    "vf_coef": 0.5,
+    "max_grad_norm": 0.5,
+}
+"""REFERENCES' PPO settings of the UED codebases; only keys the adversary agent accepts
+are applied."""
+
+
+# -- regret ---------------------------------------------------------------------------------
+
+
+@struct.dataclass
+class EpisodeReturns:
+    """Per-level episode returns in fixed-size arrays. Shapes [K, N] (K episode slots,
+    N levels)."""
+
+    returns: jax.Array
+    """Undiscounted return of the episode in slot k on level n (garbage where masked)."""
+    mask: jax.Array
+    """bool: True where slot k holds a completed episode."""
+
+
+def episode_returns(reward: jax.Array, done: jax.Array) -> EpisodeReturns:
+    """Completed-episode returns of a batch-mode rollout: reward, done [T, N] ->
+    EpisodeReturns [T, N], slot t holding the episode that ended at step t.
+
+    Every instance's first episode starts at step 0 (batch mode)."""
+    done = done.astype(bool)
+
+    def step(running, xs):
+        r, d = xs
+        total = running + r
+        return jnp.where(d, 0.0, total), total
+
+    _, totals = jax.lax.scan(step, jnp.zeros(reward.shape[1:], jnp.float32), (reward, done))
+    return EpisodeReturns(returns=totals, mask=done)
+
+
+def scored(protagonist: EpisodeReturns, antagonist: EpisodeReturns) -> jax.Array:
+    """[N] bool: both students completed an episode on the level."""
+    return protagonist.mask.any(0) & antagonist.mask.any(0)
+
+
+def mean_return(episodes: EpisodeReturns) -> jax.Array:
+    """[N] mean completed-episode return per level (0 where none completed)."""
+    total = jnp.where(episodes.mask, episodes.returns, 0.0).sum(0)
+    return total / jnp.maximum(episodes.mask.sum(0), 1)
+
+
+def max_return(episodes: EpisodeReturns) -> jax.Array:
+    """[N] best completed-episode return per level (0 where none completed)."""
+    best = jnp.where(episodes.mask, episodes.returns, -jnp.inf).max(0)
+    return jnp.where(episodes.mask.any(0), best, 0.0)
+
+
+def regret(
+    protagonist_returns: EpisodeReturns,
+    antagonist_returns: EpisodeReturns,
+    clip: bool | jax.Array = True,
+) -> jax.Array:
+    """PAIRED's regret per level [N]: max antagonist return - mean protagonist return over
+    the completed episodes, clipped at 0 when `clip` (may be traced). 0 on levels where
+    either student completed no episode."""
+    value = max_return(antagonist_returns) - mean_return(protagonist_returns)
+    value = jnp.where(clip, jnp.maximum(value, 0.0), value)
+    return jnp.where(scored(protagonist_returns, antagonist_returns), value, 0.0)
+
+
+# -- the editor as a rollout env -------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class _EditorRollout:
+    """The editor through `acl.rollout`'s env interface. Its episodes have a fixed length
+    that `sample` rolls exactly, so it reports no episode end: `collect` then never resets
+    an instance, and the finished levels stay in the returned slots. `sample` marks the
+    end in the batch instead."""
+
+    editor: MazeEditor
+
+    def params_for_tasks(self, tasks: jax.Array):
+        del tasks  # one leafless params pytree serves every instance
+        return self.editor.default_params()
+
+    def reset(self, key, params):
+        return self.editor.reset(key, params)
+
+    def step(self, key, state, action, params):
+        obs, state, reward, _, truncated, info = self.editor.step(key, state, action, params)
+        return obs, state, reward, jnp.zeros_like(truncated), truncated, info
+
+    def is_success(self, episode_return: jax.Array) -> jax.Array:
+        return jnp.zeros(jnp.shape(episode_return), bool)
+
+
+# -- the teacher -------------------------------------------------------------------------------
+
+
+@struct.dataclass
+class PAIREDParams:
+    """Numeric options (pytree leaves, vmappable)."""
+
+    clip_regret: jax.Array
+    """bool: clip the regret at 0."""
+
+
+@struct.dataclass
+class PAIREDState:
+    params: PAIREDParams
+    adversary: Any
+    """The adversary agent's state."""
+    antagonist: Any
+    """The antagonist agent's state."""
+    adversary_batch: Transition
+    """[E, n] the last sample's editor trajectory (E = editor steps); its last step is
+    terminated, its rewards 0 until `update` writes the regret there."""
+    levels: jax.Array
+    """[n, D] the last sample's levels as tasks."""
+    key: jax.Array
+    """PRNG key of the antagonist's rollouts and the updates (update takes no key)."""
+    regret: jax.Array
+    """Mean regret over the levels of the last update."""
+    protagonist_return: jax.Array
+    """Mean over the last update's levels of the protagonist's mean episode return."""
+    antagonist_return: jax.Array
+    """The same for the antagonist."""
+    antagonist_max_return: jax.Array
+    """Mean over the levels of the antagonist's best episode return."""
+    scored_share: jax.Array
+    """Share of the last update's levels where both students completed an episode."""
+    adversary_loss: jax.Array
+    antagonist_loss: jax.Array
+    updates: jax.Array
+    """int32 update calls so far."""
+
+
+@dataclass(frozen=True, eq=False)
+class PAIREDTeacher:
+    """PAIRED's adversary and antagonist; see the module docstring."""
+
+    task_space: Box
+    env: Maze
+    editor: MazeEditor
+    adversary: Any
+    """The adversary agent (acts in `editor`)."""
+    antagonist: Any
+    """The antagonist agent (acts in `env`)."""
+    clip_regret: bool = True
+    snapshot_levels: int = 4
+    """Levels of the last batch `snapshot` returns."""
+    num_levels: int = 0
+    """Levels per sample the state is sized for at `init` (the loop's num_envs)."""
+
+    reads_rollout = True  # class attribute: update gets the protagonist's rollout
+
+    @property
+    def _editor_env(self) -> _EditorRollout:
+        return _EditorRollout(self.editor)
+
+    def default_params(self) -> PAIREDParams:
+        return PAIREDParams(clip_regret=jnp.asarray(bool(self.clip_regret)))
+
+    def init(self, key: jax.Array, params: PAIREDParams) -> PAIREDState:
+        adv_key, ant_key, key = jax.random.split(key, 3)
+        adversary = self.adversary.init(
+            adv_key, self.editor.observation_space(), self.editor.action_space()
+        )
+        antagonist = self.antagonist.init(
+            ant_key, self.env.observation_space(), self.env.action_space()
+        )
+        # No levels yet: zeros shaped like `num_levels` levels (a one-level trace's shapes).
+        n = self.num_levels
+        one = jax.eval_shape(lambda k: self._build(adversary, k, 1)[1], key)
+        empty = jax.tree.map(lambda s: jnp.zeros(s.shape[:1] + (n,) + s.shape[2:], s.dtype), one)
+        zero = jnp.zeros((), jnp.float32)
+        return PAIREDState(
+            params=params,
+            adversary=adversary,
+            antagonist=antagonist,
+            adversary_batch=empty,
+            levels=jnp.zeros((n, self.task_space.dim), jnp.float32),
+            key=key,
+            regret=zero,
+            protagonist_return=zero,
+            antagonist_return=zero,
+            antagonist_max_return=zero,
+            scored_share=zero,
+            adversary_loss=zero,
+            antagonist_loss=zero,
+            updates=jnp.zeros((), jnp.int32),
+        )
+
+    def _build(self, adversary_state, key: jax.Array, n: int):
+        """n editor episodes: (levels as tasks [n, D], adversary Transition [E, n])."""
+        reset_key, roll_key = jax.random.split(key)
+        editor = self._editor_env
+        slots = shared_rollout.start_slots(
+            editor, self.adversary, reset_key, jnp.zeros((n, 1)), jnp.ones((n,), bool)
+        )
+        steps = self.editor.max_episode_steps
+        slots, batch, _ = shared_rollout.collect(
+            editor, self.adversary, adversary_state, slots, roll_key, None, None, steps
+        )
+        # The editor's last step is a real end (the editor itself reports it terminated).
+        last = jnp.arange(steps)[:, None] == steps - 1
+        batch = batch.replace(terminated=batch.terminated | last, done=batch.done | last)
+        levels = jax.vmap(self.editor.level)(slots.env_state)
+        return self.env.params_to_task(levels).astype(jnp.float32), batch
+
+    def sample(self, state: PAIREDState, key: jax.Array, n: int):
+        """n adversary-built levels as tasks [n, D]; the trajectory stays in the state."""
+        tasks, batch = self._build(state.adversary, key, n)
+        state = state.replace(adversary_batch=batch, levels=tasks)
+        return state, tasks, default_info(n)
+
+    def update(
+        self,
+        state: PAIREDState,
+        tasks: jax.Array,
+        feedback: Feedback,
+        step: jax.Array,
+        rollout: Transition | None = None,
+    ) -> PAIREDState:
+        """Regret of the protagonist's rollout [T, n] on `tasks` [n, D] (the last
+        sample's levels) against the antagonist's; both teacher learners update."""
+        del feedback, step  # the per-level returns come from the rollout
+        if rollout is None:
+            raise ValueError("paired: update needs the protagonist's rollout (rollout=...)")
+        n = tasks.shape[0]
+        if rollout.reward.shape[1] != n or state.adversary_batch.reward.shape[1] != n:
+            raise ValueError(
+                f"paired: update got {n} tasks, a rollout of {rollout.reward.shape[1]} "
+                f"instances and {state.adversary_batch.reward.shape[1]} sampled levels; "
+                "they must match (batch mode, one sample per update)"
+            )
+        num_steps = rollout.reward.shape[0]
+        key, reset_key, roll_key, ant_key, adv_key = jax.random.split(state.key, 5)
+        slots = shared_rollout.start_slots(
+            self.env, self.antagonist, reset_key, tasks, jnp.ones((n,), bool)
+        )
+        _, ant_batch, _ = shared_rollout.collect(
+            self.env, self.antagonist, state.antagonist, slots, roll_key, None, None, num_steps
+        )
+        protagonist = episode_returns(rollout.reward, rollout.done)
+        antagonist = episode_returns(ant_batch.reward, ant_batch.done)
+        level_regret = regret(protagonist, antagonist, state.params.clip_regret)
+        antagonist_state, ant_metrics = self.antagonist.update(state.antagonist, ant_batch, ant_key)
+        # The regret is the adversary's one reward, at its last (terminal) step.
+        adv_batch = state.adversary_batch
+        adv_batch = adv_batch.replace(reward=adv_batch.reward.at[-1].set(level_regret))
+        adversary_state, adv_metrics = self.adversary.update(state.adversary, adv_batch, adv_key)
+        return state.replace(
+            adversary=adversary_state,
+            antagonist=antagonist_state,
+            adversary_batch=adv_batch,
+            key=key,
+            regret=level_regret.mean(),
+            protagonist_return=mean_return(protagonist).mean(),
+            antagonist_return=mean_return(antagonist).mean(),
+            antagonist_max_return=max_return(antagonist).mean(),
+            scored_share=scored(protagonist, antagonist).mean(dtype=jnp.float32),
+            adversary_loss=jnp.asarray(adv_metrics["loss"], jnp.float32),
+            antagonist_loss=jnp.asarray(ant_metrics["loss"], jnp.float32),
+            updates=state.updates + 1,
+        )
+
+    def snapshot(self, state: PAIREDState) -> dict:
+        """The last update's regret and returns; the first `snapshot_levels` levels of the
+        last batch ([L, D] tasks) and statistics of the whole batch."""
+        params = jax.vmap(self.env.task_to_params)(state.levels)
+        path = jax.vmap(shortest_path_length)(params)
+        solvable = path >= 0
+        count = max(state.levels.shape[0], 1)  # static
+        return {
+            "regret": state.regret,
+            "protagonist_return": state.protagonist_return,
+            "antagonist_return": state.antagonist_return,
+            "antagonist_max_return": state.antagonist_max_return,
+            "scored_share": state.scored_share,
+            "adversary_loss": state.adversary_loss,
+            "antagonist_loss": state.antagonist_loss,
+            "levels": state.levels[: self.snapshot_levels],
+            "num_walls": params.wall_map.sum((-2, -1)).sum() / count,
+            "solvable_share": solvable.sum() / count,
+            "path_length": jnp.where(solvable, path, 0).sum() / jnp.maximum(solvable.sum(), 1),
+        }
+
+
+# -- the factory -------------------------------------------------------------------------------
+
+
+def _accepts(factory) -> set[str]:
+    keys = getattr(factory, "config_keys", None)
+    return set(inspect.signature(factory).parameters if keys is None else keys)
+
+
+AGENT_METHODS = ("init", "initial_carry", "act", "env_action", "update")
+"""What the teacher calls on its learners (the loop's agent contract)."""
+
+
+def _make_agent(
+    role: str,
+    agent: Any,
+    kwargs: dict | None,
+    env,
+    num_envs: int | None,
+    total_updates: int | None,
+    defaults: dict | None = None,
+):
+    """The `role` learner (adversary, antagonist): a registered agent's name, built with
+    `defaults` for the keys it accepts and `kwargs` over them, annealing over
+    `total_updates` (none when unknown); or an agent object, used as it is. Bound to
+    `env` if it binds."""
+    if isinstance(agent, str):
+        factory = AGENTS.get(agent, f"teacher.{role}_agent")
+        if kwargs is None:
+            kwargs = {}
+        if not isinstance(kwargs, dict):
+            raise ConfigError(f"teacher.{role}_kwargs must be a mapping, got {kwargs!r}")
+        check_kwargs(factory, kwargs, f"teacher.{role}_kwargs")
+        accepted = _accepts(factory)
+        merged = {k: v for k, v in (defaults or {}).items() if k in accepted}
+        if "total_updates" in accepted and total_updates is not None:
+            merged["total_updates"] = int(total_updates)
+        elif "anneal_lr" in accepted and "total_updates" not in kwargs:
+            merged["anneal_lr"] = False
+        merged.update(kwargs)
+        for key in ("update_epochs", "num_minibatches"):
+            if key in merged and int(merged[key]) <= 0:
+                raise ConfigError(
+                    f"teacher.{role}_kwargs.{key} must be a positive integer, got {merged[key]}"
+                )
+        agent = factory(**merged)
+    else:
+        missing = [m for m in AGENT_METHODS if not callable(getattr(agent, m, None))]
+        if missing:
+            raise ConfigError(
+                f"teacher.{role}_agent: an agent name or an agent object; {agent!r} lacks "
+                f"{', '.join(missing)}"
+            )
+        if kwargs:
+            raise ConfigError(f"teacher.{role}_kwargs: only for a named agent, got {kwargs!r}")
+    bind = getattr(agent, "bind", None)
+    if bind is not None:
+        if num_envs is None:
+            raise ConfigError(
+                f"teacher.{role}_agent: {type(agent).__name__} binds to its env and needs "
+                "the instance count (teacher.num_envs = loop.num_envs)"
+            )
+        bind(env, int(num_envs))
+    return agent
+
+
+def make_paired(
+    task_space: Box,
+    env=None,
+    adversary_agent: Any = "recurrent_ppo",
+    adversary_kwargs: dict | None = None,
+    antagonist_agent: Any = None,
+    antagonist_kwargs: dict | None = None,
+    num_wall_steps: int = DEFAULT_WALL_STEPS,
+    noise_dim: int = DEFAULT_NOISE_DIM,
+    clip_regret: bool = True,
+    snapshot_levels: int = 4,
+    num_envs: int | None = None,
+    student_agent: str | None = None,
+    student_kwargs: dict | None = None,
+) -> PAIREDTeacher:
+    """PAIREDTeacher from config keys (module docstring). The loop passes `env`
+    (needs_env); `student_agent` / `student_kwargs` (the protagonist's agent name and its
+    kwargs, `total_updates` included) and `num_envs` are what a loop hands teachers
+    marked `needs_student`. `adversary_agent` and `antagonist_agent` name registered
+    agents (acl.agents.AGENTS) or are agent objects (then without kwargs)."""
+    if not isinstance(env, Maze):
+        got = "no env" if env is None else type(env).__name__
+        raise ConfigError(f"teacher paired builds maze levels: it needs env maze, got {got}")
+    if task_space.dim != env.task_dim:
+        raise ConfigError(
+            f"teacher paired: the task space has {task_space.dim} dimensions, the maze's "
+            f"levels {env.task_dim} (a challenge's unit cube cannot hold levels)"
+        )
+    if not isinstance(clip_regret, bool):
+        raise ConfigError(f"teacher.clip_regret must be true or false, got {clip_regret!r}")
+    ok = isinstance(snapshot_levels, int) and not isinstance(snapshot_levels, bool)
+    if not ok or snapshot_levels < 0:
+        raise ConfigError(
+            f"teacher.snapshot_levels must be an integer >= 0, got {snapshot_levels!r}"
+        )
+    if num_envs is not None and (type(num_envs) is not int or num_envs < 1):
+        raise ConfigError(f"teacher.num_envs must be a positive integer, got {num_envs!r}")
+    if student_kwargs is not None and not isinstance(student_kwargs, dict):
+        raise ConfigError(f"teacher.student_kwargs must be a mapping, got {student_kwargs!r}")
+    editor = MazeEditor(env, num_wall_steps=num_wall_steps, noise_dim=noise_dim)
+    total_updates = (student_kwargs or {}).get("total_updates")
+    if antagonist_agent is None:
+        # Same kind and settings as the protagonist when the loop says what that is.
+        antagonist_agent = student_agent or "ppo"
+        if antagonist_kwargs is None and student_agent is not None:
+            antagonist_kwargs = {
+                k: v for k, v in (student_kwargs or {}).items() if k != "total_updates"
+            }
+    antagonist = _make_agent(
+        "antagonist", antagonist_agent, antagonist_kwargs, env, num_envs, total_updates
+    )
+    adversary = _make_agent(
+        "adversary",
+        adversary_agent,
+        adversary_kwargs,
+        editor,
+        num_envs,
+        total_updates,
+        ADVERSARY_DEFAULTS,
+    )
+    return PAIREDTeacher(
+        task_space=task_space,
+        env=env,
+        editor=editor,
+        adversary=adversary,
+        antagonist=antagonist,
+        clip_regret=clip_regret,
+        snapshot_levels=snapshot_levels,
+        num_levels=num_envs or 0,
+    )
+
+
+make_paired.config_keys = frozenset(
+    {
+        "adversary_agent",
+        "adversary_kwargs",
+        "antagonist_agent",
+        "antagonist_kwargs",
+        "num_wall_steps",
+        "noise_dim",
+        "clip_regret",
+        "snapshot_levels",
+        "num_envs",
+    }
+)
+make_paired.needs_env = True  # the levels are the maze's; the editor is built on it
+make_paired.needs_student = True  # antagonist = the protagonist's agent kind and kwargs
+
+TEACHERS.register("paired")(make_paired)
+
+__all__ = [
+    "ADVERSARY_DEFAULTS",
+    "EpisodeReturns",
+    "PAIREDParams",
+    "PAIREDState",
+    "PAIREDTeacher",
+    "episode_returns",
+    "make_paired",
+    "max_return",
+    "mean_return",
+    "regret",
+    "scored",
+]

@@ -1,0 +1,661 @@
+"""Level teachers of unsupervised environment design: domain randomisation, Prioritized
+Level Replay (Jiang et al. 2021), robust PLR (Jiang et al. 2021, "Replay-Guided
+Adversarial Environment Design") and ACCEL (Parker-Holder et al. 2022).
+
+The tasks are levels of an env with a level generator, `env.sample_tasks(key, n,
+num_walls)` (envs.maze.Maze), and for ACCEL a level editor, `env.edit_tasks(key, tasks,
+num_edits)`. The factories are marked `needs_env`, so `acl.train.build_components` hands
+them the run's env.
+
+DR ("dr") hands out fresh generator levels (the literature's 25 walls; `num_walls`).
+
+PLR keeps a buffer of `capacity` levels with scores and last-seen timestamps; the
+sampler is stateless and its state (`PLRState`) separate, as JaxUED's LevelSampler.
+It reads the student's rollout (`reads_rollout`), so the loop runs in `batch` mode: all
+instances reset onto the batch's levels, and instance i plays `tasks[i]` for the whole
+rollout. Each batch is one of three kinds, decided in `sample`:
+
+- new: `n` fresh generator levels. `update` scores them and inserts them: a level
+  equal to a buffer entry updates that entry instead (duplicate check); otherwise it
+  takes the next free slot, or, with the buffer full, replaces the lowest-weight entry
+  if it scores higher than that entry.
+- replay: `n` buffer levels drawn one after another by their replay weights (each draw
+  marks its level as just seen, so the staleness weights change within the batch, as
+  in JaxUED and dcd); `update` writes their new scores.
+- edit (ACCEL only): the levels of the previous batch, a replay batch, each with
+  `num_edits` wall edits (`env.edit_tasks`); `update` scores and inserts them as new
+  levels.
+
+Batch schedule. PLR and robust PLR (JaxUED's batched PLR): replay with
+probability `replay_prob` once the buffer holds at least `minimum_fill_ratio *
+capacity` levels, new levels otherwise. ACCEL, as JaxUED's `use_accel`: a replay batch
+is always followed by an edit batch of its levels; after a new or edit batch the same
+replay decision as PLR's. With replay_prob p the long-run shares are replay p / (1 + p),
+edit p / (1 + p), new (1 - p) / (1 + p): 44%, 44%, 11% at p = 0.8. The ACCEL paper edits
+each replayed level right after its replay, within one step; in batch mode a step
+plays one batch, so the edits get the next step (JaxUED's split).
+
+Robust PLR and ACCEL hand out new and edited levels with `SampleInfo.train_on = False`:
+the student does not learn from them (only the teacher scores them), and learns from
+replayed levels only.
+
+Replay weights (per filled buffer entry; empty slots weigh 0):
+    P = (1 - c) P_score + c P_stale, c = `staleness_coeff`
+    rank: P_score ∝ h(rank)^(1/T), h(rank) = 1 / rank, rank 1 the highest score,
+        T = `temperature`;
+    topk: P_score = softmax of the scores over the `topk_k` highest (JaxUED's; no
+        temperature);
+    P_stale ∝ episode_count - timestamp (uniform when all are 0), where the counter
+    `episode_count` advances by one per level drawn and per level written fresh
+    (JaxUED's bookkeeping: one "episode" per level play).
+
+Scores, from the rollout [T, N] and the agent's value estimates `extras.value`
+(JaxUED's definitions, from minimax):
+    GAE with the teacher's `gamma` and `gae_lambda` (JaxUED's bootstrapping: the value of
+    the next step's observation, cut at every episode end, truncation included); the
+    rollout holds no value of the state after its last step, so the last step bootstraps
+    from its own value. That reaches only the unfinished tail, which the scores ignore;
+    "pvl": positive value loss, mean over the level's finished episodes of each
+        episode's mean over its steps of max(advantage, 0);
+    "maxmc": mean over finished episodes of each episode's mean of (R_max - V), R_max
+        the highest undiscounted return ever reached on the level (this rollout's
+        finished episodes and, for a level already in the buffer, its stored best).
+A level with no finished episode in the rollout (never the case in the loop, whose
+batch rollouts are at least one episode long) counts its whole rollout as one episode.
+Rewards are multiplied by `reward_scale` first: set it to the agent's PPO reward_scale
+so they are in the value's units.
+
+Departures from JaxUED, and why: JaxUED drops a level with no finished episode (score
+-inf); here such a level is scored on its partial episode (scores stay finite, which
+the run directory's records need). A duplicate of a buffer level keeps its best return
+(max with the stored one; JaxUED overwrites it with the new rollout's).
+
+Defaults are the literature's maze settings (JaxUED's maze_plr): buffer 4000, replay
+probability 0.8, staleness 0.3, rank with temperature 0.3, minimum fill 0.5, "maxmc",
+gamma 0.995, lambda 0.98, duplicate check on; ACCEL 5 edits.
+
+Everything is fixed-size and jittable; under a vmap over seeds each seed decides its
+own batch kind (the branches become selects, all cheap).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, fields
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from acl.agents.common import Transition, gae
+from acl.errors import ConfigError
+from acl.spaces import Box
+from acl.teachers.base import TEACHERS, Feedback, default_info
+
+NEW, REPLAY, EDIT = 0, 1, 2
+"""Batch kinds (`PLRState.kind`)."""
+BATCH_KINDS = ("new", "replay", "edit")
+SCORE_FUNCTIONS = ("pvl", "maxmc")
+PRIORITIZATIONS = ("rank", "topk")
+
+
+def _check(cond: bool, message: str) -> None:
+    if not cond:
+        raise ConfigError(message)
+
+
+def _check_env(env, task_space: Box, name: str, methods: tuple[str, ...]) -> None:
+    _check(
+        env is not None,
+        f"teacher.env: the {name} teacher draws levels from the env's generator and needs "
+        f"the env object: build it with TEACHERS.get({name!r})(task_space, env=...)",
+    )
+    for method in methods:
+        _check(
+            callable(getattr(env, method, None)),
+            f"teacher.env: the {name} teacher needs an env with `{method}` "
+            f"(envs.maze.Maze has it); {type(env).__name__} has none",
+        )
+    _check(
+        env.task_space.dim == task_space.dim,
+        f"teacher.env: its task space has {env.task_space.dim} dimensions, the "
+        f"teacher's {task_space.dim}",
+    )
+
+
+def _num_walls(env, num_walls) -> int:
+    """The generator's wall count: `num_walls`, or the env's own (`env.num_walls`)."""
+    if num_walls is None:
+        num_walls = getattr(env, "num_walls", 25)
+    _check(
+        isinstance(num_walls, int) and not isinstance(num_walls, bool) and num_walls >= 0,
+        f"teacher.num_walls must be a non-negative integer, got {num_walls!r}",
+    )
+    return num_walls
+
+
+# -- domain randomisation --------------------------------------------------------------
+
+
+@struct.dataclass
+class DRParams:
+    num_walls: jax.Array
+    """int32 walls of each generated level."""
+
+
+@struct.dataclass
+class DRState:
+    params: DRParams
+    episodes_seen: jax.Array
+
+
+@dataclass(frozen=True)
+class DRTeacher:
+    """Domain randomisation: every level fresh from the env's generator."""
+
+    task_space: Box
+    env: Any = None
+    num_walls: int | None = None
+    """Walls of each level; None: the env's own `num_walls` (the maze's 25)."""
+
+    needs_env = True
+    """Registry flag (not a field): the factory needs env=..., with `sample_tasks`."""
+
+    def __post_init__(self):
+        _check_env(self.env, self.task_space, "dr", ("sample_tasks",))
+        object.__setattr__(self, "num_walls", _num_walls(self.env, self.num_walls))
+
+    def default_params(self) -> DRParams:
+        return DRParams(num_walls=jnp.int32(self.num_walls))
+
+    def init(self, key: jax.Array, params: DRParams) -> DRState:
+        del key
+        return DRState(params=params, episodes_seen=jnp.zeros((), jnp.int32))
+
+    def sample(self, state: DRState, key: jax.Array, n: int):
+        return state, self.env.sample_tasks(key, n, state.params.num_walls), default_info(n)
+
+    def update(self, state: DRState, tasks, feedback: Feedback, step) -> DRState:
+        del tasks, step
+        return state.replace(episodes_seen=state.episodes_seen + feedback.count.astype(jnp.int32))
+
+    def snapshot(self, state: DRState) -> dict:
+        return {"episodes_seen": state.episodes_seen}
+
+
+# -- rollout scores --------------------------------------------------------------------
+
+
+@struct.dataclass
+class LevelStats:
+    """What a rollout says of each instance's level; shapes [N]."""
+
+    pvl: jax.Array
+    """Positive value loss (the "pvl" score)."""
+    mean_value: jax.Array
+    """Mean over finished episodes of each episode's mean value estimate; the "maxmc"
+    score is R_max - mean_value (the mean of R_max - V, R_max constant per level)."""
+    max_return: jax.Array
+    """Highest undiscounted (scaled) return of a finished episode."""
+
+
+def episode_means(done: jax.Array, per_step: jax.Array, rewards: jax.Array):
+    """Per-episode statistics of a rollout, per instance.
+
+    done [T, N] bool, per_step [T, N, K], rewards [T, N] ->
+    (mean over finished episodes of each episode's mean over its steps of per_step
+    [N, K], best finished episode return [N]). An instance with no finished episode gets
+    its whole rollout as one episode."""
+
+    def step(carry, xs):
+        acc, steps, ret, total, best, count = carry
+        d, x, r = xs
+        acc, steps, ret = acc + x, steps + 1, ret + r
+        total = total + jnp.where(d[:, None], acc / steps[:, None], 0.0)
+        best = jnp.where(d, jnp.maximum(best, ret), best)
+        count = count + d
+        # A finished episode's sums restart; the next step begins a new episode.
+        acc = jnp.where(d[:, None], 0.0, acc)
+        steps, ret = jnp.where(d, 0, steps), jnp.where(d, 0.0, ret)
+        return (acc, steps, ret, total, best, count), None
+
+    n = done.shape[1]
+    zeros = jnp.zeros(per_step.shape[1:], jnp.float32)
+    init = (zeros, jnp.zeros(n), jnp.zeros(n), zeros, jnp.full(n, -jnp.inf), jnp.zeros(n))
+    (acc, steps, ret, total, best, count), _ = jax.lax.scan(
+        step, init, (done, per_step.astype(jnp.float32), rewards.astype(jnp.float32))
+    )
+    finished = count > 0
+    whole = acc / jnp.maximum(steps, 1)[:, None]
+    mean = jnp.where(finished[:, None], total / jnp.maximum(count, 1)[:, None], whole)
+    return mean, jnp.where(finished, best, ret)
+
+
+def level_stats(rollout: Transition, gamma, gae_lambda, reward_scale=1.0) -> LevelStats:
+    """Scores' ingredients from a rollout [T, N] with `extras.value` [T, N] (module
+    docstring)."""
+    values = getattr(rollout.extras, "value", None)
+    if values is None:
+        raise ConfigError(
+            "teacher: PLR scores levels by the agent's value estimates, but the rollout's "
+            "extras carry no `value` (use an actor-critic agent such as ppo)"
+        )
+    rewards = rollout.reward * reward_scale
+    # JaxUED's GAE: the next value is the next step's (masked at episode ends).
+    next_values = jnp.concatenate([values[1:], values[-1:]])
+    advantages, _ = gae(rewards, values, next_values, rollout.done, rollout.done, gamma, gae_lambda)
+    per_step = jnp.stack([jnp.maximum(advantages, 0.0), values], axis=-1)
+    means, best = episode_means(rollout.done, per_step, rewards)
+    return LevelStats(pvl=means[:, 0], mean_value=means[:, 1], max_return=best)
+
+
+# -- prioritized level replay ----------------------------------------------------------
+
+
+@struct.dataclass
+class PLRParams:
+    """Numeric hyperparameters (pytree leaves, vmappable)."""
+
+    replay_prob: jax.Array
+    """Probability of a replay batch once the buffer is filled enough."""
+    staleness_coeff: jax.Array
+    """c: weight of the staleness distribution in the replay weights."""
+    temperature: jax.Array
+    """T of rank prioritisation, h(rank)^(1/T)."""
+    minimum_fill_ratio: jax.Array
+    """No replay until this share of the buffer is filled."""
+    topk_k: jax.Array
+    """int32 k of topk prioritisation."""
+    gamma: jax.Array
+    gae_lambda: jax.Array
+    reward_scale: jax.Array
+    """Rewards are multiplied by this before scoring (the agent's reward_scale)."""
+    num_walls: jax.Array
+    """int32 walls of each generated level."""
+
+
+@struct.dataclass
+class PLRState:
+    """The level buffer (JaxUED's sampler state) and the last batch's provenance.
+
+    Entries fill slots 0 .. size - 1 in order and stay there until replaced."""
+
+    params: PLRParams
+    levels: jax.Array
+    """[C, D] buffer levels (tasks)."""
+    scores: jax.Array
+    """[C] their latest scores (0 in empty slots)."""
+    max_returns: jax.Array
+    """[C] the best episode return seen on each level (the "maxmc" score's R_max)."""
+    timestamps: jax.Array
+    """[C] int32 `episode_count` when each level was last drawn or written."""
+    size: jax.Array
+    """int32 filled slots."""
+    episode_count: jax.Array
+    """int32 level plays counted so far (draws and fresh writes)."""
+    kind: jax.Array
+    """int32 kind of the last sampled batch: NEW, REPLAY or EDIT."""
+    replayed: jax.Array
+    """[C] int32 times each slot was drawn in the last replay batch (ACCEL edits them)."""
+    batches: jax.Array
+    """[3] int32 batches scored of each kind (new, replay, edit)."""
+
+    @property
+    def filled(self) -> jax.Array:
+        """[C] bool: slots holding a level."""
+        return jnp.arange(self.scores.shape[-1]) < self.size[..., None]
+
+
+def _normalise(w: jax.Array) -> jax.Array:
+    return w / jnp.maximum(w.sum(), 1e-30)
+
+
+def staleness_weights(timestamps: jax.Array, episode_count, filled: jax.Array) -> jax.Array:
+    """P_stale [C]: proportional to episode_count - timestamp over filled slots; uniform
+    over them when every staleness is 0."""
+    stale = jnp.where(filled, episode_count - timestamps, 0).astype(jnp.float32)
+    return jnp.where(stale.sum() > 0, _normalise(stale), _normalise(filled.astype(jnp.float32)))
+
+
+@dataclass(frozen=True)
+class PLRTeacher:
+    """PLR, robust PLR (`robust`) and ACCEL (`num_edits` > 0); see the module docstring."""
+
+    task_space: Box
+    env: Any = None
+    capacity: int = 4000
+    """Buffer slots (JaxUED, dcd: 4000)."""
+    score_function: str = "maxmc"
+    """Score: "maxmc" (JaxUED's maze default) or "pvl" (module docstring)."""
+    prioritization: str = "rank"
+    """Replay prioritisation: "rank" or "topk" (module docstring)."""
+    robust: bool = False
+    """No student learning on new and edited levels (robust PLR, ACCEL)."""
+    num_edits: int = 0
+    """ACCEL: wall edits per edited level; 0: no edit batches (PLR)."""
+    snapshot_size: int = 16
+    """Highest-weight levels recorded by `snapshot`."""
+    replay_prob: float = 0.8
+    staleness_coeff: float = 0.3
+    temperature: float = 0.3
+    minimum_fill_ratio: float = 0.5
+    """JaxUED's maze default: replay once half the buffer is filled."""
+    topk_k: int = 4
+    gamma: float = 0.995
+    gae_lambda: float = 0.98
+    reward_scale: float = 1.0
+    num_walls: int | None = None
+    """Walls of each generated level; None: the env's own `num_walls` (the maze's 25)."""
+
+    reads_rollout = True
+    """Loop flag (not a field): `update` takes `rollout=`; batch mode only."""
+    needs_env = True
+
+    def __post_init__(self):
+        name = self.name
+        methods = ("sample_tasks", "edit_tasks") if self.num_edits else ("sample_tasks",)
+        _check_env(self.env, self.task_space, name, methods)
+        object.__setattr__(self, "num_walls", _num_walls(self.env, self.num_walls))
+
+        def integer(value, key, low):
+            _check(
+                isinstance(value, int) and not isinstance(value, bool) and value >= low,
+                f"teacher.{key} must be an integer >= {low}, got {value!r}",
+            )
+
+        def unit(value, key):
+            _check(
+                isinstance(value, (int, float)) and 0.0 <= value <= 1.0,
+                f"teacher.{key} must be in [0, 1], got {value!r}",
+            )
+
+        integer(self.capacity, "capacity", 1)
+        integer(self.num_edits, "num_edits", 0)
+        integer(self.snapshot_size, "snapshot_size", 1)
+        integer(self.topk_k, "topk_k", 1)
+        _check(
+            self.score_function in SCORE_FUNCTIONS,
+            f"teacher.score_function: unknown {self.score_function!r} "
+            f"(known: {', '.join(SCORE_FUNCTIONS)})",
+        )
+        _check(
+            self.prioritization in PRIORITIZATIONS,
+            f"teacher.prioritization: unknown {self.prioritization!r} "
+            f"(known: {', '.join(PRIORITIZATIONS)})",
+        )
+        _check(
+            isinstance(self.temperature, (int, float)) and self.temperature > 0,
+            f"teacher.temperature must be > 0, got {self.temperature!r}",
+        )
+        for key in ("replay_prob", "staleness_coeff", "minimum_fill_ratio", "gamma", "gae_lambda"):
+            unit(getattr(self, key), key)
+        _check(
+            isinstance(self.reward_scale, (int, float)) and self.reward_scale > 0,
+            f"teacher.reward_scale must be > 0, got {self.reward_scale!r}",
+        )
+
+    @property
+    def name(self) -> str:
+        return "accel" if self.num_edits else "robust_plr" if self.robust else "plr"
+
+    def default_params(self) -> PLRParams:
+        f = functools.partial(jnp.asarray, dtype=jnp.float32)
+        return PLRParams(
+            replay_prob=f(self.replay_prob),
+            staleness_coeff=f(self.staleness_coeff),
+            temperature=f(self.temperature),
+            minimum_fill_ratio=f(self.minimum_fill_ratio),
+            topk_k=jnp.int32(self.topk_k),
+            gamma=f(self.gamma),
+            gae_lambda=f(self.gae_lambda),
+            reward_scale=f(self.reward_scale),
+            num_walls=jnp.int32(self.num_walls),
+        )
+
+    def init(self, key: jax.Array, params: PLRParams) -> PLRState:
+        del key
+        c = self.capacity
+        return PLRState(
+            params=params,
+            levels=jnp.zeros((c, self.task_space.dim), jnp.float32),
+            scores=jnp.zeros((c,), jnp.float32),
+            max_returns=jnp.zeros((c,), jnp.float32),
+            timestamps=jnp.zeros((c,), jnp.int32),
+            size=jnp.zeros((), jnp.int32),
+            episode_count=jnp.zeros((), jnp.int32),
+            kind=jnp.int32(NEW),
+            replayed=jnp.zeros((c,), jnp.int32),
+            batches=jnp.zeros((len(BATCH_KINDS),), jnp.int32),
+        )
+
+    # -- weights --------------------------------------------------------------------------
+
+    def score_weights(self, state: PLRState) -> jax.Array:
+        """P_score [C] over the filled slots."""
+        filled = state.filled
+        order = jnp.argsort(-jnp.where(filled, state.scores, -jnp.inf))
+        rank = jnp.zeros_like(order).at[order].set(jnp.arange(1, self.capacity + 1))
+        if self.prioritization == "rank":
+            h = jnp.where(filled, (1.0 / rank) ** (1.0 / state.params.temperature), 0.0)
+            return _normalise(h)
+        top = filled & (rank <= state.params.topk_k)
+        best = jnp.max(jnp.where(top, state.scores, -jnp.inf))
+        return _normalise(jnp.where(top, jnp.exp(state.scores - best), 0.0))
+
+    def level_weights(self, state: PLRState) -> jax.Array:
+        """P [C] = (1 - c) P_score + c P_stale, the replay distribution."""
+        c = state.params.staleness_coeff
+        stale = staleness_weights(state.timestamps, state.episode_count, state.filled)
+        return (1 - c) * self.score_weights(state) + c * stale
+
+    # -- sampling -------------------------------------------------------------------------
+
+    def replay_allowed(self, state: PLRState) -> jax.Array:
+        """bool: the buffer is filled enough for a replay batch."""
+        fill = state.size / self.capacity
+        return (state.size > 0) & (fill >= state.params.minimum_fill_ratio)
+
+    def sample(self, state: PLRState, key: jax.Array, n: int):
+        decide_key, level_key = jax.random.split(key)
+        replay = self.replay_allowed(state) & (
+            jax.random.uniform(decide_key) < state.params.replay_prob
+        )
+        kind = jnp.where(replay, REPLAY, NEW)
+        branches = [self._new_batch, self._replay_batch]
+        if self.num_edits:
+            # JaxUED's ACCEL: a replay batch is always followed by the edits of its levels.
+            kind = jnp.where(state.kind == REPLAY, EDIT, kind)
+            branches.append(self._edit_batch)
+        branches = [functools.partial(branch, n=n) for branch in branches]
+        state, tasks = jax.lax.switch(kind, branches, state, level_key)
+        info = default_info(n)
+        if self.robust:
+            info = info.replace(train_on=jnp.broadcast_to(kind == REPLAY, (n,)))
+        return state.replace(kind=kind.astype(jnp.int32)), tasks, info
+
+    def _new_batch(self, state: PLRState, key: jax.Array, n: int):
+        return state, self.env.sample_tasks(key, n, state.params.num_walls).astype(jnp.float32)
+
+    def _replay_batch(self, state: PLRState, key: jax.Array, n: int):
+        """n draws by the replay weights, one after another: each draw marks its level as
+        just seen, which changes the staleness weights of the next (JaxUED, dcd)."""
+        score_w, filled = self.score_weights(state), state.filled
+        c = state.params.staleness_coeff
+
+        def draw(carry, u):
+            timestamps, count = carry
+            w = (1 - c) * score_w + c * staleness_weights(timestamps, count, filled)
+            cdf = jnp.cumsum(w)
+            index = jnp.searchsorted(cdf, u * cdf[-1], side="right")
+            index = jnp.minimum(index, jnp.maximum(state.size - 1, 0))
+            count = count + 1
+            return (timestamps.at[index].set(count), count), index
+
+        uniform = jax.random.uniform(key, (n,))
+        carry = (state.timestamps, state.episode_count)
+        (timestamps, count), index = jax.lax.scan(draw, carry, uniform)
+        replayed = jnp.zeros_like(state.replayed).at[index].add(1)
+        state = state.replace(timestamps=timestamps, episode_count=count, replayed=replayed)
+        return state, state.levels[index]
+
+    def _edit_batch(self, state: PLRState, key: jax.Array, n: int):
+        """The last replay batch's levels, edited (their slots are unchanged since: a
+        replay batch's update only rewrites scores)."""
+        slots = jnp.repeat(jnp.arange(self.capacity), state.replayed, total_repeat_length=n)
+        return state, self.env.edit_tasks(key, state.levels[slots], self.num_edits)
+
+    # -- scoring --------------------------------------------------------------------------
+
+    def update(
+        self,
+        state: PLRState,
+        tasks: jax.Array,
+        feedback: Feedback,
+        step: jax.Array,
+        rollout: Transition | None = None,
+    ) -> PLRState:
+        """Scores the batch's levels tasks [N, D] from `rollout` [T, N] and records them
+        (`record`). `feedback` is not read: the rollout has every step."""
+        del feedback, step
+        if rollout is None:
+            raise ConfigError(
+                f"teacher {self.name!r} scores levels from the rollout: call "
+                "update(..., rollout=batch) (the loop does in loop.mode: batch)"
+            )
+        p = state.params
+        stats = level_stats(rollout, p.gamma, p.gae_lambda, p.reward_scale)
+        return self.record(state, tasks, stats)
+
+    def record(self, state: PLRState, tasks: jax.Array, stats: LevelStats) -> PLRState:
+        """Writes the scores of levels tasks [N, D] (`stats` [N]) into the buffer, one
+        level after another (JaxUED's insert_batch with its duplicate check): a level
+        equal to a buffer entry updates that entry's score; any other takes the next free
+        slot, or replaces the lowest-weight entry if it scores higher."""
+        replay = state.kind == REPLAY
+
+        def one(state: PLRState, xs):
+            level, pvl, mean_value, max_return = xs
+            filled = state.filled
+            match = filled & jnp.all(state.levels == level, axis=-1)
+            found = jnp.any(match)
+            best = jnp.where(
+                found, jnp.maximum(state.max_returns[jnp.argmax(match)], max_return), max_return
+            )
+            score = pvl if self.score_function == "pvl" else best - mean_value
+            free = state.size < self.capacity
+            weakest = jnp.argmin(jnp.where(filled, self.level_weights(state), jnp.inf))
+            slot = jnp.where(found, jnp.argmax(match), jnp.where(free, state.size, weakest))
+            insert = ~found & (free | (score > state.scores[slot]))
+            write = found | insert
+            # A replayed level was marked seen when drawn; any other write is a fresh play.
+            fresh = write & ~replay
+            count = state.episode_count + fresh
+            state = state.replace(
+                levels=state.levels.at[slot].set(jnp.where(insert, level, state.levels[slot])),
+                scores=state.scores.at[slot].set(jnp.where(write, score, state.scores[slot])),
+                max_returns=state.max_returns.at[slot].set(
+                    jnp.where(write, best, state.max_returns[slot])
+                ),
+                timestamps=state.timestamps.at[slot].set(
+                    jnp.where(fresh, count, state.timestamps[slot])
+                ),
+                episode_count=count.astype(jnp.int32),
+                size=state.size + (insert & free),
+            )
+            return state, None
+
+        xs = (tasks.astype(jnp.float32), stats.pvl, stats.mean_value, stats.max_return)
+        state, _ = jax.lax.scan(one, state, xs)
+        return state.replace(batches=state.batches.at[state.kind].add(1))
+
+    # -- records --------------------------------------------------------------------------
+
+    def snapshot(self, state: PLRState) -> dict:
+        """The `snapshot_size` highest-weight levels with their scores and weights, and
+        buffer statistics."""
+        filled = state.filled
+        weights = jnp.where(filled, self.level_weights(state), 0.0)
+        k = min(self.snapshot_size, self.capacity)
+        top_weights, top = jax.lax.top_k(jnp.where(filled, weights, -1.0), k)
+        count = jnp.maximum(state.size, 1)
+        return {
+            "levels": state.levels[top],
+            "level_scores": state.scores[top],
+            "level_weights": jnp.maximum(top_weights, 0.0),
+            "level_filled": filled[top],
+            "size": state.size,
+            "episode_count": state.episode_count,
+            "mean_score": jnp.where(filled, state.scores, 0.0).sum() / count,
+            "max_score": jnp.where(
+                state.size > 0, jnp.max(jnp.where(filled, state.scores, -jnp.inf)), 0.0
+            ),
+            "weighted_score": (weights * state.scores).sum(),
+            **{f"batches_{name}": state.batches[i] for i, name in enumerate(BATCH_KINDS)},
+        }
+
+
+# -- registration ----------------------------------------------------------------------
+
+_PLR_KEYS = frozenset(f.name for f in fields(PLRTeacher)) - {"task_space", "robust", "num_edits"}
+
+
+def make_plr(task_space: Box, **kwargs) -> PLRTeacher:
+    """Prioritized Level Replay (env=... required)."""
+    _check_keys("plr", kwargs, _PLR_KEYS)
+    return PLRTeacher(task_space=task_space, robust=False, **kwargs)
+
+
+def make_robust_plr(task_space: Box, **kwargs) -> PLRTeacher:
+    """Robust PLR: PLR without student learning on new levels (env=... required)."""
+    _check_keys("robust_plr", kwargs, _PLR_KEYS)
+    return PLRTeacher(task_space=task_space, robust=True, **kwargs)
+
+
+def make_accel(task_space: Box, num_edits: int = 5, **kwargs) -> PLRTeacher:
+    """ACCEL: robust PLR that edits its replayed levels (env=... with `edit_tasks`)."""
+    _check_keys("accel", kwargs, _PLR_KEYS)
+    _check(
+        isinstance(num_edits, int) and not isinstance(num_edits, bool) and num_edits >= 1,
+        f"teacher.num_edits must be an integer >= 1, got {num_edits!r}",
+    )
+    return PLRTeacher(task_space=task_space, robust=True, num_edits=num_edits, **kwargs)
+
+
+def _check_keys(name: str, kwargs: dict, known: frozenset) -> None:
+    unknown = sorted(set(kwargs) - known)
+    if unknown:
+        raise ConfigError(
+            f"teacher.{unknown[0]}: unknown {name} option (known: {', '.join(sorted(known))})"
+        )
+
+
+for _factory, _keys in (
+    (make_plr, _PLR_KEYS),
+    (make_robust_plr, _PLR_KEYS),
+    (make_accel, _PLR_KEYS | {"num_edits"}),
+):
+    _factory.config_keys = _keys
+    _factory.needs_env = True
+
+TEACHERS.register("dr")(DRTeacher)
+TEACHERS.register("plr")(make_plr)
+TEACHERS.register("robust_plr")(make_robust_plr)
+TEACHERS.register("accel")(make_accel)
+
+__all__ = [
+    "BATCH_KINDS",
+    "DRParams",
+    "DRState",
+    "DRTeacher",
+    "LevelStats",
+    "PLRParams",
+    "PLRState",
+    "PLRTeacher",
+    "episode_means",
+    "level_stats",
+    "make_accel",
+    "make_plr",
+    "make_robust_plr",
+    "staleness_weights",
+]
