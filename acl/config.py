@@ -63,6 +63,13 @@ class EvalConfig:
     """Episodes per test task, deterministic policy."""
     seed: int = 0
     """Seed of the test set and of evaluation resets (fixed, so evaluations are comparable)."""
+    test_set: str | list = ""
+    """A fixed level set the env provides instead of the task-space test set: a set's name
+    (e.g. the maze's "maze_held_out") or a list of level names (acl.evaluation.TEST_SETS).
+    Its names label per-test-task metrics in metrics.csv and summary.json. "": none."""
+    sampled_attempts: int = 0
+    """Episodes per test task with actions sampled from the policy (the UED literature's
+    solve rate: 10); 0 plays none."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +103,11 @@ _POSITIVE = {
     "eval.grid_per_dim",
     "eval.episodes_per_task",
 }
+_NON_NEGATIVE = {"eval.sampled_attempts"}
+_NAME_OR_NAMES = {"eval.test_set"}
+_PRESETS = "presets"
+"""Top-level key of named override sets (`presets: {cpu: {loop: {...}}}`), applied by
+`load_config(..., preset=)` / `--preset`; not part of the config itself."""
 
 
 def _component_flatten(d: dict) -> dict:
@@ -166,10 +178,21 @@ def _section(cls, data: Any, field_name: str):
                 value = int(value)
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ConfigError(f"{field_name}.{key}: expected an integer, got {value!r}")
+        elif f"{field_name}.{key}" in _NAME_OR_NAMES:
+            value = _name_or_names(value, f"{field_name}.{key}")
         elif isinstance(default, str) and not isinstance(value, str):
             raise ConfigError(f"{field_name}.{key}: expected a string, got {value!r}")
         values[key] = value
     return cls(**values)
+
+
+def _name_or_names(value: Any, field_name: str) -> str | list:
+    """A string, or a non-empty list of non-empty strings."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list | tuple) and value and all(isinstance(v, str) and v for v in value):
+        return list(value)
+    raise ConfigError(f"{field_name}: expected a name or a list of names, got {value!r}")
 
 
 def _component(data: Any, field_name: str, default: ComponentConfig) -> ComponentConfig:
@@ -184,8 +207,11 @@ def _component(data: Any, field_name: str, default: ComponentConfig) -> Componen
 
 
 def parse_config(data: dict) -> ExperimentConfig:
-    """Build and validate an ExperimentConfig from a plain dict (YAML contents)."""
+    """Build and validate an ExperimentConfig from a plain dict (YAML contents).
+
+    A `presets` section is skipped: `apply_preset` applies one."""
     top = {f.name for f in dataclasses.fields(ExperimentConfig)}
+    data = {k: v for k, v in data.items() if k != _PRESETS}
     for key in data:
         if key not in top:
             raise _unknown("config", key, top)
@@ -206,8 +232,43 @@ def parse_config(data: dict) -> ExperimentConfig:
     return config
 
 
-def load_config(path: str | Path, overrides: list[str] = (), num_seeds: int | None = None):
-    data = apply_overrides(load_yaml(path), list(overrides))
+def apply_preset(data: dict, preset: str | None) -> dict:
+    """`data` with its `presets[preset]` section merged in (nested mappings merge key by
+    key; a component given as a bare name becomes {name: ...}). None: `data` unchanged."""
+    if preset is None:
+        return data
+    presets = data.get(_PRESETS) or {}
+    if not isinstance(presets, dict) or preset not in presets:
+        known = ", ".join(sorted(presets)) if isinstance(presets, dict) else ""
+        raise ConfigError(
+            f"--preset: no preset {preset!r} in the config (known: {known or 'none'})"
+        )
+    return _merge(data, presets[preset], f"presets.{preset}")
+
+
+def _merge(base: dict, changes: Any, field_name: str) -> dict:
+    if not isinstance(changes, dict):
+        raise ConfigError(f"{field_name}: expected a mapping, got {changes!r}")
+    merged = dict(base)
+    for key, value in changes.items():
+        current = merged.get(key)
+        if isinstance(current, str) and key in _COMPONENTS and isinstance(value, dict):
+            current = {"name": current}
+        if isinstance(current, dict) and isinstance(value, dict):
+            value = _merge(current, value, f"{field_name}.{key}")
+        merged[key] = value
+    return merged
+
+
+def load_config(
+    path: str | Path,
+    overrides: list[str] = (),
+    num_seeds: int | None = None,
+    preset: str | None = None,
+):
+    """The config of a YAML file, with `presets[preset]`, then `overrides` (`--set`) and
+    `num_seeds` applied in that order."""
+    data = apply_overrides(apply_preset(load_yaml(path), preset), list(overrides))
     if num_seeds is not None:
         data["num_seeds"] = num_seeds
     return parse_config(data)
@@ -226,6 +287,10 @@ def validate(config: ExperimentConfig) -> None:
         value = _get(config, dotted)
         if value <= 0:
             raise ConfigError(f"{dotted} must be a positive integer, got {value}")
+    for dotted in sorted(_NON_NEGATIVE):
+        value = _get(config, dotted)
+        if value < 0:
+            raise ConfigError(f"{dotted} must be >= 0, got {value}")
     loop = config.loop
     if loop.reinit_every < 0:
         raise ConfigError(

@@ -1,7 +1,14 @@
-"""Fixed test sets, deterministic evaluation and "% mastered"."""
+"""Fixed test sets, deterministic and sampled evaluation, "% mastered" and solve rates.
+
+A run's test set is either made from the task space (`make_test_set`: a grid of cell
+centres in 2-D, else uniform tasks) or, with `eval.test_set`, a named set of levels the
+env provides (`TEST_SETS`, e.g. the maze's held-out mazes in envs/maze_levels.py), whose
+names label the per-test-task metrics.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -9,7 +16,18 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from acl.errors import ConfigError
+from acl.registry import Registry
 from acl.spaces import Box
+
+TEST_SETS: Registry[Callable[..., tuple[tuple[str, ...], np.ndarray]]] = Registry(
+    "env with named test sets"
+)
+"""Env name -> provider(env, spec, seed) -> (names, tasks [M, D] float32 numpy).
+
+`spec` is the config's `eval.test_set`: a set's name or a list of level names; `seed`
+draws procedural levels. A provider raises ConfigError for a name it does not know.
+Env modules register theirs (`@TEST_SETS.register("maze")`)."""
 
 
 def make_test_set(
@@ -26,14 +44,43 @@ def make_test_set(
     return (low + rng.random((num_tasks, task_space.dim)) * (high - low)).astype(np.float32)
 
 
+def named_test_set(env, spec: str | list[str], seed: int = 0) -> tuple[tuple[str, ...], np.ndarray]:
+    """The env's named test set `spec` (a set name or a list of level names): names [M]
+    and tasks [M, D] float32. Raises ConfigError if the env has none or `spec` is unknown."""
+    if env.name not in TEST_SETS:
+        raise ConfigError(
+            f"eval.test_set: env {env.name!r} provides no named test sets "
+            f"(envs that do: {', '.join(TEST_SETS.names()) or 'none'})"
+        )
+    names, tasks = TEST_SETS.get(env.name)(env, spec, seed)
+    return tuple(names), np.asarray(tasks, np.float32)
+
+
+def eval_test_set(env, eval_config) -> tuple[tuple[str, ...], np.ndarray]:
+    """The test set of `eval_config` (acl.config.EvalConfig): `eval.test_set`'s named
+    levels, or the task-space set of `make_test_set` with no names ()."""
+    ev = eval_config
+    if ev.test_set:
+        return named_test_set(env, ev.test_set, ev.seed)
+    return (), make_test_set(env.task_space, ev.num_test_tasks, ev.grid_per_dim, ev.seed)
+
+
 @struct.dataclass
 class EvalResult:
     returns: jax.Array
-    """Episode returns, [M, E] (test task, episode)."""
+    """Greedy (deterministic) episode returns, [M, E] (test task, episode)."""
     pct_mastered: jax.Array
-    """100 x share of test tasks whose mean return beats the success threshold."""
+    """100 x share of test tasks whose mean greedy return beats the success threshold."""
     mean_return: jax.Array
-    """Mean return over all test episodes."""
+    """Mean return over all greedy test episodes."""
+    sampled_returns: jax.Array | None = None
+    """Returns of the episodes with actions sampled from the policy, [M, A] (test task,
+    attempt); None without sampled attempts."""
+
+
+def solve_rate(env, returns: jax.Array) -> jax.Array:
+    """Share of episodes that succeed (`env.is_success`), [..., E] -> [...]."""
+    return env.is_success(returns).mean(axis=-1)
 
 
 def run_episodes(
@@ -68,17 +115,34 @@ def run_episodes(
 
 
 def evaluate(
-    env, agent, agent_state: Any, test_tasks: jax.Array, key: jax.Array, episodes_per_task: int = 1
+    env,
+    agent,
+    agent_state: Any,
+    test_tasks: jax.Array,
+    key: jax.Array,
+    episodes_per_task: int = 1,
+    sampled_attempts: int = 0,
 ) -> EvalResult:
-    """Deterministic policy on every test task; "% mastered" uses the mean return per task."""
+    """Every test task [M, D]: `episodes_per_task` episodes of the deterministic policy
+    ("% mastered" uses the mean return per task) and `sampled_attempts` episodes with
+    actions sampled from it (the UED literature's solve rate). Episodes last the env's
+    `max_episode_steps`. The same key plays the same episodes; jittable."""
     m = test_tasks.shape[0]
-    tasks = jnp.repeat(test_tasks, episodes_per_task, axis=0)
-    returns = run_episodes(env, agent, agent_state, tasks, key).reshape(m, episodes_per_task)
+
+    def play(count: int, key: jax.Array, deterministic: bool) -> jax.Array:
+        tasks = jnp.repeat(test_tasks, count, axis=0)
+        return run_episodes(env, agent, agent_state, tasks, key, deterministic).reshape(m, count)
+
+    returns = play(episodes_per_task, key, True)
+    sampled = None
+    if sampled_attempts:
+        sampled = play(sampled_attempts, jax.random.fold_in(key, 1), False)
     mastered = env.is_success(returns.mean(axis=1))
     return EvalResult(
         returns=returns,
         pct_mastered=100.0 * mastered.mean(),
         mean_return=returns.mean(),
+        sampled_returns=sampled,
     )
 
 

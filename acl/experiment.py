@@ -11,7 +11,13 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from acl.config import ExperimentConfig
-from acl.results import RunDir, mean_se, plot_learning_curves
+from acl.results import (
+    RunDir,
+    mean_se,
+    per_task_columns,
+    per_task_summary,
+    plot_learning_curves,
+)
 from acl.train import ChunkMetrics, Trainer
 
 
@@ -19,7 +25,9 @@ class TrainingDiverged(RuntimeError):
     """A loss or return became NaN or infinite; the metrics so far are on disk."""
 
 
-def _rows(metrics: ChunkMetrics, chunk: int, seeds: list[int]) -> list[dict]:
+def _rows(
+    metrics: ChunkMetrics, chunk: int, seeds: list[int], test_names: tuple[str, ...] = ()
+) -> list[dict]:
     rows = []
     for i, seed in enumerate(seeds):
         row = {
@@ -35,6 +43,7 @@ def _rows(metrics: ChunkMetrics, chunk: int, seeds: list[int]) -> list[dict]:
         }
         for key, value in sorted(metrics.agent_metrics.items()):
             row[f"agent_{key}"] = float(value[i])
+        row.update(per_task_columns(metrics, test_names, i))
         rows.append(row)
     return rows
 
@@ -88,7 +97,7 @@ def run_experiment(
         first_iteration = int(carry.iteration)
         carry, metrics = run_chunk(carry)
         metrics = jax.device_get(metrics)
-        run_dir.append_metrics(_rows(metrics, chunk, seeds))
+        run_dir.append_metrics(_rows(metrics, chunk, seeds, trainer.test_task_names))
         run_dir.append_tasks(chunk, seeds, np.asarray(metrics.tasks), names)
         run_dir.write_teacher_snapshot(chunk, metrics.teacher_snapshot)
         try:
@@ -123,6 +132,15 @@ def run_experiment(
         "env_steps_per_second": env_steps * len(seeds) / max(wall_seconds - compile_seconds, 1e-9),
         "test_tasks": int(trainer.test_tasks.shape[0]),
     }
+    if trainer.test_task_names:
+        summary["test_set"] = {
+            "spec": config.eval.test_set,
+            "names": list(trainer.test_task_names),
+            "episode_steps": int(trainer.env.max_episode_steps),
+            "greedy_episodes": config.eval.episodes_per_task,
+            "sampled_attempts": config.eval.sampled_attempts,
+        }
+        summary.update(per_task_summary(final, trainer.test_task_names))
     run_dir.write_summary(summary)
     plot_learning_curves(
         {f"{config.teacher.name} ({len(seeds)} seeds)": run_dir.read_metrics()},

@@ -3,7 +3,8 @@
 RUN_DIR/
   config.yaml        resolved config
   provenance.json    package versions, git commit, device, seeds, command line
-  metrics.csv        one row per (evaluation, seed)
+  metrics.csv        one row per (evaluation, seed); with a named test set
+                     (`eval.test_set`) also each test task's solve rates and returns
   tasks.csv          a subsample of the tasks handed out in each evaluation period
   teacher/eval_0000.npz ...  the teacher's internals at each evaluation (leading seed axis)
   summary.json       final figures and timings (schema: SUMMARY_KEYS)
@@ -43,6 +44,9 @@ SUMMARY_KEYS = (
     "compile_seconds",
     "env_steps_per_second",
 )
+PER_TASK_METRICS = ("solve_sampled", "solve_greedy", "return", "return_sampled")
+"""Per-test-task evaluation metrics (ChunkMetrics.eval_<name>, [M] per seed), written for
+named test sets; solve_sampled and return_sampled only with `eval.sampled_attempts`."""
 PACKAGES = ("jax", "jaxlib", "flax", "optax", "gymnax", "chex", "numpy", "scipy", "rliable")
 
 
@@ -59,6 +63,47 @@ def mean_se(values) -> tuple[float, float]:
     if values.size < 2:
         return float(values.mean()), 0.0
     return float(values.mean()), float(values.std(ddof=1) / np.sqrt(values.size))
+
+
+def per_task_values(metrics: Any) -> dict[str, np.ndarray]:
+    """The per-test-task metrics a chunk has: name -> [S, M] (seed, test task)."""
+    values = {}
+    for name in PER_TASK_METRICS:
+        value = getattr(metrics, f"eval_{name}", None)
+        if value is not None:
+            values[name] = np.asarray(value, np.float64)
+    return values
+
+
+def per_task_columns(metrics: Any, names: tuple[str, ...], seed_index: int) -> dict:
+    """metrics.csv columns of one seed: `eval_<metric>` (the mean over test tasks) and
+    `eval_<metric>/<test task>`; none without names (the task-space test set)."""
+    columns = {}
+    if not names:
+        return columns
+    for metric, value in per_task_values(metrics).items():
+        row = value[seed_index]
+        columns[f"eval_{metric}"] = float(row.mean())
+        columns.update({f"eval_{metric}/{n}": float(v) for n, v in zip(names, row, strict=True)})
+    return columns
+
+
+def per_task_summary(metrics: Any, names: tuple[str, ...]) -> dict:
+    """summary.json figures of a named test set from the final chunk: `final_<metric>_mean`
+    / `_se` (the mean over test tasks; mean and SE over seeds) and `final_per_test_task`
+    ({test task: {<metric>_mean, <metric>_se}}); {} without names."""
+    if not names:
+        return {}
+    summary: dict[str, Any] = {"final_per_test_task": {n: {} for n in names}}
+    for metric, value in per_task_values(metrics).items():
+        mean, se = mean_se(value.mean(axis=1))
+        summary[f"final_{metric}_mean"], summary[f"final_{metric}_se"] = mean, se
+        for n, column in zip(names, value.T, strict=True):
+            task_mean, task_se = mean_se(column)
+            summary["final_per_test_task"][n].update(
+                {f"{metric}_mean": task_mean, f"{metric}_se": task_se}
+            )
+    return summary
 
 
 def git_commit() -> str:

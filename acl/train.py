@@ -9,7 +9,8 @@ A chunk is `iterations_per_chunk` iterations of: the teacher hands out tasks, th
 instances roll `num_steps` steps (taking new tasks at their own resets in `episode` mode,
 or all resetting onto new levels in `batch` mode), the agent updates, the teacher reads
 one feedback record per completed episode. Each chunk ends with an evaluation on the
-fixed test set.
+fixed test set (`eval.test_set`: the env's named levels, e.g. the maze's held-out mazes,
+with per-test-task solve rates; `eval.sampled_attempts`: episodes with sampled actions).
 
 A teacher that owns a `guide` (JSRL) hands out a guide horizon h per instance
 (`SampleInfo.guide_steps`); the guide then acts for the first h steps of each episode
@@ -42,7 +43,7 @@ from acl.benchmark.challenges import (
 )
 from acl.config import ExperimentConfig, check_kwargs
 from acl.errors import ConfigError
-from acl.evaluation import evaluate, make_test_set
+from acl.evaluation import eval_test_set, evaluate, solve_rate
 from acl.rollout import Slots, collect, start_slots
 from acl.teachers import TEACHERS
 from acl.teachers.base import compact_feedback
@@ -77,6 +78,15 @@ class ChunkMetrics:
     """Env steps done by the end of the chunk."""
     eval_pct_mastered: jax.Array
     eval_mean_return: jax.Array
+    eval_solve_greedy: jax.Array
+    """Per test task, [M]: share of its greedy episodes that succeed (`env.is_success`)."""
+    eval_return: jax.Array
+    """Per test task, [M]: mean return of its greedy episodes."""
+    eval_solve_sampled: jax.Array | None
+    """Per test task, [M]: share of its `eval.sampled_attempts` sampled-action episodes
+    that succeed; None without sampled attempts."""
+    eval_return_sampled: jax.Array | None
+    """Per test task, [M]: mean return of its sampled-action episodes (or None)."""
     train_return: jax.Array
     """Mean return of the episodes completed in the chunk."""
     train_success: jax.Array
@@ -120,18 +130,6 @@ def build_components(config: ExperimentConfig, challenged: bool = False) -> Comp
         )
         env.task_space = space
 
-    teacher_factory = TEACHERS.get(config.teacher.name, "teacher.name")
-    check_kwargs(teacher_factory, config.teacher.kwargs, "teacher", skip=("task_space",))
-    teacher_kwargs = dict(config.teacher.kwargs)
-    if "return_bounds" in _accepted_keys(teacher_factory):
-        # Teachers that rescale returns to [0, 1] read the env's declared bounds.
-        teacher_kwargs.setdefault("return_bounds", tuple(env.return_bounds))
-    if getattr(teacher_factory, "needs_env", False):
-        # Start curricula walk the env's own dynamics to grow their starts.
-        teacher_kwargs["env"] = env
-    space = teacher_space(env.task_space) if challenged else env.task_space
-    teacher = teacher_factory(task_space=space, **teacher_kwargs)
-
     agent_factory = AGENTS.get(config.agent.name, "agent.name")
     check_kwargs(agent_factory, config.agent.kwargs, "agent")
     loop = config.loop
@@ -150,6 +148,26 @@ def build_components(config: ExperimentConfig, challenged: bool = False) -> Comp
             f"({steps_per_iteration})"
         )
     agent = agent_factory(**agent_kwargs)
+
+    teacher_factory = TEACHERS.get(config.teacher.name, "teacher.name")
+    check_kwargs(teacher_factory, config.teacher.kwargs, "teacher", skip=("task_space",))
+    teacher_kwargs = dict(config.teacher.kwargs)
+    if "return_bounds" in _accepted_keys(teacher_factory):
+        # Teachers that rescale returns to [0, 1] read the env's declared bounds.
+        teacher_kwargs.setdefault("return_bounds", tuple(env.return_bounds))
+    if getattr(teacher_factory, "needs_env", False):
+        # Start curricula walk the env's own dynamics to grow their starts.
+        teacher_kwargs["env"] = env
+    if getattr(teacher_factory, "needs_student", False):
+        # PAIRED's antagonist is another student of the same kind and settings.
+        if teacher_kwargs.setdefault("num_envs", loop.num_envs) != loop.num_envs:
+            raise ConfigError(
+                f"teacher.num_envs ({teacher_kwargs['num_envs']}) must equal loop.num_envs "
+                f"({loop.num_envs}), or be left out"
+            )
+        teacher_kwargs.update(student_agent=config.agent.name, student_kwargs=agent_kwargs)
+    space = teacher_space(env.task_space) if challenged else env.task_space
+    teacher = teacher_factory(task_space=space, **teacher_kwargs)
     if loop.mode == "batch" and loop.num_steps < env.max_episode_steps:
         raise ConfigError(
             f"loop.num_steps ({loop.num_steps}) must be >= the episode length "
@@ -208,11 +226,9 @@ class Trainer:
         self.reinit_iterations = (
             max(1, loop.reinit_every // self.steps_per_iteration) if loop.reinit_every else 0
         )
-        ev = config.eval
-        # numpy, not jax: closed-over jax arrays become hidden arguments of AOT calls
-        self.test_tasks = make_test_set(
-            self.env.task_space, ev.num_test_tasks, ev.grid_per_dim, ev.seed
-        )
+        # Names [M] of a named test set (`eval.test_set`), else (); tasks [M, D] in numpy,
+        # not jax: closed-over jax arrays become hidden arguments of AOT calls.
+        self.test_task_names, self.test_tasks = eval_test_set(self.env, config.eval)
         self.tasks_per_iteration = max(1, loop.task_log_size // self.iterations_per_chunk)
 
     @property
@@ -335,20 +351,27 @@ class Trainer:
         """`iterations_per_chunk` iterations, then an evaluation on the test set."""
         after, stats = self.run_iterations(carry, self.iterations_per_chunk)
         seed = after.seed
+        ev = self.config.eval
         result = evaluate(
             self.env,
             self.agent,
             seed.agent_state,
             self.test_tasks,
             self.eval_key,
-            self.config.eval.episodes_per_task,
+            ev.episodes_per_task,
+            ev.sampled_attempts,
         )
+        sampled = result.sampled_returns
         iteration = after.iteration
         episodes = stats["episodes"].sum()
         metrics = ChunkMetrics(
             env_steps=iteration * self.steps_per_iteration,
             eval_pct_mastered=result.pct_mastered,
             eval_mean_return=result.mean_return,
+            eval_solve_greedy=solve_rate(self.env, result.returns),
+            eval_return=result.returns.mean(axis=1),
+            eval_solve_sampled=None if sampled is None else solve_rate(self.env, sampled),
+            eval_return_sampled=None if sampled is None else sampled.mean(axis=1),
             train_return=stats["return_sum"].sum() / jnp.maximum(episodes, 1),
             train_success=stats["success_sum"].sum() / jnp.maximum(episodes, 1),
             episodes=episodes,

@@ -21,6 +21,11 @@ the seven whose mean solve rate the robust-PLR results are usually quoted over
 (SixteenRooms, Labyrinth, Labyrinth2, Maze, Maze2, SimpleCrossing, SmallCorridor).
 `evaluation_params(height, width, names)` stacks levels into MazeParams [N] for one
 vmapped evaluation (each padded with walls to the maze's size).
+
+The curriculum loop's zero-shot evaluation reads them by name (`NAMED_SETS`, registered
+with acl.evaluation.TEST_SETS): `eval.test_set: maze_held_out` (`EVALUATION`),
+`maze_plr` (`PLR_EVALUATION`) or a list of maze names; procedural mazes are drawn with
+`eval.seed`. Evaluation episodes last the env's T (250 steps by default).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from importlib import resources
 import numpy as np
 
 from acl.errors import ConfigError
+from acl.evaluation import TEST_SETS
 from envs.maze import DEFAULT_SIZE, Level, MazeParams, stack_params
 
 HELD_OUT = (
@@ -58,6 +64,8 @@ PLR_EVALUATION = (
     "SmallCorridor",
 )
 """The seven mazes of dcd's published mean solve rates (25 walls)."""
+NAMED_SETS = {"maze_held_out": EVALUATION, "maze_plr": PLR_EVALUATION}
+"""Named sets of held-out mazes for `eval.test_set`."""
 
 
 def _level_file(name: str):
@@ -194,3 +202,27 @@ def evaluation_params(
     padded with walls to height x width. Raises ConfigError if one does not fit."""
     levels = [make_level(name, seed) for name in names]
     return levels, stack_params(levels, height, width)
+
+
+@TEST_SETS.register("maze")
+def maze_test_set(env, spec: str | list[str], seed: int = 0) -> tuple[tuple[str, ...], np.ndarray]:
+    """`eval.test_set` of the maze: a `NAMED_SETS` name or a list of maze names -> (names
+    [M], tasks [M, H * W + 5] float32) at `env`'s size, procedural mazes drawn with `seed`."""
+    if isinstance(spec, str):
+        if spec not in NAMED_SETS:
+            close = difflib.get_close_matches(spec, NAMED_SETS, n=1, cutoff=0.4)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ConfigError(
+                f"eval.test_set: unknown maze set {spec!r}; {hint}sets: "
+                f"{', '.join(NAMED_SETS)}, or a list of maze names"
+            )
+        names = NAMED_SETS[spec]
+    else:
+        names = tuple(spec)
+    try:
+        levels = [env.level_to_params(make_level(name, seed)) for name in names]
+    except ConfigError as err:
+        raise ConfigError(f"eval.test_set: {err}") from None
+    # One level at a time: the eager ops compile for one shape, whatever the set's size.
+    tasks = [np.asarray(env.params_to_task(params)) for params in levels]
+    return names, np.stack(tasks).astype(np.float32)

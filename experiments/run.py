@@ -1,5 +1,8 @@
 """Run one experiment: python -m experiments.run --config experiments/configs/NAME.yaml
-[--set key=value ...] [--seeds N] [--out DIR]"""
+[--preset NAME] [--set key=value ...] [--seeds N] [--out DIR]
+
+`--preset NAME` merges the config's `presets: {NAME: {...}}` section (e.g. a `cpu`
+budget) before the `--set` overrides."""
 
 from __future__ import annotations
 
@@ -22,6 +25,9 @@ def parse_args(argv=None) -> argparse.Namespace:
         metavar="KEY=VALUE",
         help="override a config key, e.g. loop.num_envs=8",
     )
+    parser.add_argument(
+        "--preset", default=None, help="apply the config's presets.NAME section, e.g. cpu"
+    )
     parser.add_argument("--seeds", type=int, default=None, help="number of vmapped seeds")
     parser.add_argument("--out", default=None, help="run directory (default runs/<name>)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -31,25 +37,22 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> int:
     args = parse_args(argv)
     from acl.config import load_config
-    from acl.train import build_components
+    from acl.train import Trainer, build_components
 
     try:
-        config = load_config(args.config, args.overrides, args.seeds)
-        components = build_components(config)
+        config = load_config(args.config, args.overrides, args.seeds, args.preset)
+        trainer = Trainer(config, build_components(config))  # builds the test set too
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
 
     from acl.experiment import TrainingDiverged, run_experiment
     from acl.results import enable_compilation_cache
-    from acl.train import Trainer
 
     enable_compilation_cache()
     out = Path(args.out or Path("runs") / config.name)
     try:
-        summary = run_experiment(
-            config, out, progress=not args.no_progress, trainer=Trainer(config, components)
-        )
+        summary = run_experiment(config, out, progress=not args.no_progress, trainer=trainer)
     except TrainingDiverged as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -62,6 +65,13 @@ def main(argv=None) -> int:
         f"{summary['final_pct_mastered_se']:.1f}",
         "test return": f"{summary['final_mean_return_mean']:.1f} ± "
         f"{summary['final_mean_return_se']:.1f}",
+    }
+    for metric, label in (("solve_sampled", "solve (sampled)"), ("solve_greedy", "solve (greedy)")):
+        if f"final_{metric}_mean" in summary:
+            row[label] = (
+                f"{summary[f'final_{metric}_mean']:.2f} ± {summary[f'final_{metric}_se']:.2f}"
+            )
+    row |= {
         "compile s": f"{summary['compile_seconds']:.1f}",
         "wall s": f"{summary['wall_seconds']:.1f}",
         "steps/s": f"{summary['env_steps_per_second']:,.0f}",
