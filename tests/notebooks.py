@@ -44,3 +44,22 @@ def execute(path: Path, cwd: Path, timeout: int):
     ]
     assert not errors
     return nb
+
+
+def streams(nb) -> str:
+    """Everything the executed notebook printed."""
+    return "\n".join(
+        output.get("text", "")
+        for cell in nb.cells
+        for output in cell.get("outputs", [])
+        if output.get("output_type") == "stream"
+    )
+
+
+def count_images(nb) -> int:
+    """How many PNG images the executed notebook displayed."""
+    return sum(
+        "image/png" in output.get("data", {})
+        for cell in nb.cells
+        for output in cell.get("outputs", [])
+    )

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.notebooks import execute, stored_parameters_cell
+from tests.notebooks import count_images, execute, stored_parameters_cell, streams
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "goal_curricula.ipynb"
@@ -38,17 +38,8 @@ def test_notebook_executes_on_fixture(monkeypatch):
     monkeypatch.setenv("ACL_RESULTS_DIR", str(FIXTURE))
     monkeypatch.setenv("MPLBACKEND", "Agg")
     nb = execute(NOTEBOOK, ROOT / "notebooks", timeout=180)
-    shown = "\n".join(
-        output.get("text", "")
-        for cell in nb.cells
-        for output in cell.get("outputs", [])
-        if output.get("output_type") == "stream"
-    )
+    shown = streams(nb)
     assert "ok: 4 comparisons, 10 methods" in shown
-    pngs = sum(
-        "image/png" in output.get("data", {})
-        for cell in nb.cells
-        for output in cell.get("outputs", [])
-    )
+    pngs = count_images(nb)
     # svgg and recovery: curves + particles each; reverse: curves + good starts; jsrl.
     assert pngs == 7

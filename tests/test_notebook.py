@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.notebooks import execute, stored_parameters_cell
+from tests.notebooks import count_images, execute, stored_parameters_cell
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "benchmark_results.ipynb"
@@ -53,9 +53,4 @@ def test_notebook_executes_on_fixture(monkeypatch, cwd, results_dir):
     assert "55.0 ± 2.9*" in shown  # the summary table, rendered as Markdown
     assert "ok: 27 runs, 9 (teacher, setting) cells" in shown  # the assertion cell ran
     assert '"suite": "tiny"' in shown  # provenance
-    pngs = sum(
-        "image/png" in output.get("data", {})
-        for cell in nb.cells
-        for output in cell.get("outputs", [])
-    )
-    assert pngs == 4  # IQM, profiles, radar, curves
+    assert count_images(nb) == 4  # IQM, profiles, radar, curves

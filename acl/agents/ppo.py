@@ -64,25 +64,31 @@ class PPOHyperparams:
 
 
 @dataclass(frozen=True)
-class PPOConfig:
-    """Shape-setting and structural options (static)."""
+class PPOUpdateConfig:
+    """How a PPO update runs (static); shared by PPO and recurrent PPO."""
 
-    hidden_sizes: tuple[int, ...] = (64, 64)
-    """Widths of the hidden layers of both actor and critic."""
-    activation: str = "tanh"
-    """Hidden activation: tanh or relu."""
     update_epochs: int = 4
     """Passes over each rollout batch."""
     num_minibatches: int = 4
     """Minibatches per epoch."""
     anneal_lr: bool = True
     """Anneal the learning rate linearly to 0 over `total_updates`."""
-    normalize_obs: bool = False
-    """Normalise observations by running mean and variance."""
     normalize_advantages: bool = True
     """Standardise advantages within each minibatch."""
     total_updates: int = 1
     """Number of update calls the annealing schedule spans (set by the loop)."""
+
+
+@dataclass(frozen=True)
+class PPOConfig(PPOUpdateConfig):
+    """Shape-setting and structural options (static)."""
+
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """Widths of the hidden layers of both actor and critic."""
+    activation: str = "tanh"
+    """Hidden activation: tanh or relu."""
+    normalize_obs: bool = False
+    """Normalise observations by running mean and variance."""
 
 
 @struct.dataclass

@@ -42,6 +42,7 @@ from acl.agents.networks import ACTIVATIONS, ActorCritic, _orthogonal, dense
 from acl.agents.ppo import (
     ActionDistribution,
     PPOHyperparams,
+    PPOUpdateConfig,
     annealed_learning_rate,
     ppo_adam,
     ppo_epochs,
@@ -66,7 +67,7 @@ ENCODERS = ("auto", "conv", "mlp")
 
 
 @dataclass(frozen=True)
-class RecurrentPPOConfig:
+class RecurrentPPOConfig(PPOUpdateConfig):
     """Shape-setting and structural options (static)."""
 
     encoder: str = "auto"
@@ -87,15 +88,9 @@ class RecurrentPPOConfig:
     activation: str = "relu"
     """Hidden activation of the MLP encoder and the heads: relu or tanh."""
     update_epochs: int = 5
-    """Passes over each rollout batch."""
+    """Passes over each rollout batch (the UED papers' 5)."""
     num_minibatches: int = 1
     """Minibatches per epoch, each of whole sequences: must divide the number of envs."""
-    anneal_lr: bool = True
-    """Anneal the learning rate linearly to 0 over `total_updates`."""
-    normalize_advantages: bool = True
-    """Standardise advantages within each minibatch."""
-    total_updates: int = 1
-    """Number of update calls the annealing schedule spans (set by the loop)."""
 
 
 @struct.dataclass
