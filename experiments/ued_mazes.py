@@ -1,0 +1,187 @@
+"""The UED maze comparison: DR, PLR, robust PLR, ACCEL and PAIRED, zero-shot on the
+held-out mazes, beside the published solve rates.
+
+    python -m experiments.ued_mazes --preset cpu [--methods dr plr ...] [--seeds N]
+        [--set KEY=VALUE ...] [--out runs/ued_mazes] [--no-progress]
+    python -m experiments.ued_mazes --table-only [--out runs/ued_mazes]
+
+Each method runs its own config, `experiments/configs/maze_<method>.yaml` (with the
+preset and `--set` overrides), into `<out>/<method>/`, a normal run directory
+(`acl.results`). The table is the final evaluation's solve rate with *sampled* actions
+(10 attempts per maze, the literature's protocol) on each held-out maze, mean ± SE over
+seeds, and the mean over the published seven (dcd's SixteenRooms, Labyrinth, Labyrinth2,
+Maze, Maze2, SimpleCrossing, SmallCorridor), beside the published means (25 walls,
+250M steps, 10 seeds). `notebooks/ued_mazes.ipynb` shows the runs over training.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from acl.errors import ConfigError
+from acl.results import format_table, mean_se
+from envs.maze_levels import PLR_EVALUATION
+
+METHODS = ("dr", "plr", "robust_plr", "accel", "paired")
+CONFIGS = Path(__file__).parent / "configs"
+PUBLISHED = {"dr": 0.43, "paired": 0.33, "plr": 0.59, "robust_plr": 0.68}
+"""Mean sampled solve rate over the published seven (dcd's result files: 25 walls, 250M
+env steps, 10 seeds). ACCEL's published figure (0.875) is on 60 walls and 12 mazes: not
+comparable, so not shown beside our 25-wall runs."""
+METRIC = "eval_solve_sampled"
+
+
+def config_path(method: str) -> Path:
+    return CONFIGS / f"maze_{method}.yaml"
+
+
+def final_solve_rates(run_dir: Path) -> tuple[list[str], np.ndarray, int]:
+    """(maze names, sampled solve rates [S, M] at the last evaluation, env steps/seed)."""
+    import pandas as pd
+
+    frame = pd.read_csv(run_dir / "metrics.csv")
+    last = frame[frame["env_steps"] == frame["env_steps"].max()].sort_values("seed")
+    prefix = f"{METRIC}/"
+    names = [c[len(prefix) :] for c in frame.columns if c.startswith(prefix)]
+    if not names:
+        raise ConfigError(f"{run_dir}: metrics.csv has no {prefix}<maze> columns")
+    return names, last[[prefix + n for n in names]].to_numpy(float), int(last["env_steps"].max())
+
+
+def summarise(out: Path, methods: tuple[str, ...]) -> list[dict]:
+    """One record per method whose run directory holds metrics."""
+    records = []
+    for method in methods:
+        run_dir = out / method
+        if not (run_dir / "metrics.csv").is_file():
+            continue
+        names, rates, steps = final_solve_rates(run_dir)
+        seven = [names.index(n) for n in PLR_EVALUATION if n in names]
+        records.append(
+            {
+                "method": method,
+                "seeds": int(rates.shape[0]),
+                "env_steps": steps,
+                "mazes": names,
+                "solve_sampled": rates.tolist(),  # [S, M]
+                "published_seven": [names[i] for i in seven],
+                "mean_seven": rates[:, seven].mean(axis=1).tolist() if seven else None,
+                "published_mean_seven": PUBLISHED.get(method),
+            }
+        )
+    return records
+
+
+def table(records: list[dict]) -> str:
+    """Methods as rows; each maze, then the mean over the published seven beside the
+    published figure."""
+    if not records:
+        return "no runs"
+    mazes = records[0]["mazes"]
+    rows = []
+    for r in records:
+        rates = np.asarray(r["solve_sampled"])
+        row = {"method": r["method"], "seeds": r["seeds"], "env steps/seed": f"{r['env_steps']:,}"}
+        for i, name in enumerate(mazes):
+            m, se = mean_se(rates[:, i])
+            row[name] = f"{m:.2f} ± {se:.2f}"
+        if r["mean_seven"] is not None:
+            m, se = mean_se(r["mean_seven"])
+            row["mean of the seven"] = f"{m:.2f} ± {se:.2f}"
+        published = r["published_mean_seven"]
+        row["published (250M steps)"] = "n/a" if published is None else f"{published:.2f}"
+        rows.append(row)
+    return format_table(rows, list(rows[0]))
+
+
+def plot(records: list[dict], path: Path) -> None:
+    """Per-maze sampled solve rate, one bar group per maze, mean ± SE over seeds."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    mazes = records[0]["mazes"]
+    width = 0.8 / len(records)
+    x = np.arange(len(mazes))
+    fig, ax = plt.subplots(figsize=(max(8, 1.1 * len(mazes)), 3.8))
+    for i, r in enumerate(records):
+        rates = np.asarray(r["solve_sampled"])
+        se = rates.std(0, ddof=1) / np.sqrt(len(rates)) if len(rates) > 1 else 0 * rates[0]
+        ax.bar(x + i * width, rates.mean(0), width, yerr=se, label=r["method"], capsize=2)
+    ax.set_xticks(x + 0.4 - width / 2, mazes, rotation=30, ha="right")
+    ax.set(ylabel="solve rate (sampled, 10 attempts)", ylim=(0, 1.02))
+    ax.legend(ncol=len(records), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def run_method(method: str, args: argparse.Namespace, out: Path) -> None:
+    from acl.config import load_config
+    from acl.experiment import run_experiment
+    from acl.train import Trainer, build_components
+
+    config = load_config(config_path(method), args.overrides, args.seeds, args.preset)
+    trainer = Trainer(config, build_components(config))
+    print(f"== {method}: {config.num_seeds} seeds, {config.loop.total_env_steps:,} steps/seed")
+    run_experiment(config, out / method, progress=not args.no_progress, trainer=trainer)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m experiments.ued_mazes", description=__doc__)
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--preset", default=None, help="the configs' presets.NAME, e.g. cpu")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="K=V")
+    parser.add_argument("--seeds", type=int, default=None, help="vmapped seeds per method")
+    parser.add_argument("--out", default="runs/ued_mazes")
+    parser.add_argument("--table-only", action="store_true", help="only rebuild the table")
+    parser.add_argument("--no-progress", action="store_true")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    out = Path(args.out)
+    methods = tuple(args.methods)
+    if not args.table_only:
+        from acl.config import load_config
+        from acl.results import enable_compilation_cache
+        from acl.train import build_components
+
+        try:
+            for method in methods:  # every config error before any compilation
+                build_components(
+                    load_config(config_path(method), args.overrides, args.seeds, args.preset)
+                )
+        except ConfigError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        enable_compilation_cache()
+        for method in methods:
+            run_method(method, args, out)
+    try:
+        records = summarise(out, methods)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if not records:
+        print(f"error: no run with metrics under {out}", file=sys.stderr)
+        return 1
+    text = table(records)
+    print(text)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps({"results": records}, indent=1))
+    (out / "table.md").write_text(text + "\n")
+    plot(records, out / "solve_rates.png")
+    print(f"wrote {out / 'results.json'}, {out / 'table.md'}, {out / 'solve_rates.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""experiments/ued_mazes.py's table and notebooks/ued_mazes.ipynb, on tiny runs of all five
+teachers (tests/fixtures/ued_mazes: `python -m experiments.ued_mazes --preset cpu --seeds 2
+--set loop.total_env_steps=16384 --set loop.eval_every=8192 --set eval.sampled_attempts=2
+--set loop.task_log_size=8`)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from envs.maze_levels import EVALUATION, PLR_EVALUATION
+from experiments import ued_mazes
+from tests.notebooks import count_images, execute, stored_parameters_cell, streams
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "fixtures" / "ued_mazes"
+NOTEBOOK = ROOT / "notebooks" / "ued_mazes.ipynb"
+
+
+def test_every_method_has_a_config_that_builds():
+    from acl.config import load_config
+    from acl.train import build_components
+
+    for method in ued_mazes.METHODS:
+        config = load_config(ued_mazes.config_path(method), preset="cpu")
+        assert config.teacher.name == method
+        build_components(config)
+
+
+def test_table_reads_the_final_evaluation_of_each_run(tmp_path):
+    out = tmp_path / "runs"
+    shutil.copytree(FIXTURE, out)
+    assert ued_mazes.main(["--table-only", "--out", str(out)]) == 0
+    records = json.loads((out / "results.json").read_text())["results"]
+    assert [r["method"] for r in records] == list(ued_mazes.METHODS)
+    for r in records:
+        rates = np.asarray(r["solve_sampled"])
+        assert r["mazes"] == list(EVALUATION) and rates.shape == (2, len(EVALUATION))
+        assert r["published_seven"] == list(PLR_EVALUATION)
+        seven = [r["mazes"].index(n) for n in PLR_EVALUATION]
+        np.testing.assert_allclose(r["mean_seven"], rates[:, seven].mean(axis=1))
+    table = (out / "table.md").read_text()
+    assert "0.68" in table and "robust_plr" in table  # the published figure beside it
+    assert (out / "solve_rates.png").stat().st_size > 0
+
+
+def test_table_without_runs_fails_clearly(tmp_path, capsys):
+    assert ued_mazes.main(["--table-only", "--out", str(tmp_path)]) == 1
+    assert "no run with metrics" in capsys.readouterr().err
+
+
+def test_notebook_is_stored_clean():
+    assert "RESULTS_DIR = " in stored_parameters_cell(NOTEBOOK).source
+
+
+@pytest.mark.slow  # a kernel, matplotlib and five runs' levels: about 30 s
+def test_notebook_executes_on_fixture(monkeypatch):
+    monkeypatch.setenv("ACL_RESULTS_DIR", str(FIXTURE))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    nb = execute(NOTEBOOK, ROOT / "notebooks", timeout=300)
+    shown = streams(nb)
+    assert f"ok: 5 teachers, {len(EVALUATION)} held-out mazes" in shown
+    pngs = count_images(nb)
+    assert pngs == 3 + len(ued_mazes.METHODS)  # curves, per-maze, level stats; levels each
