@@ -159,6 +159,30 @@ def ppo_loss_mask(batch: Transition) -> jax.Array:
     return loss_mask
 
 
+def ppo_training_data(batch: Transition, next_values: jax.Array, hyper: PPOHyperparams) -> dict:
+    """What the PPO loss reads of a [T, N] rollout, by name, each [T, N, ...]: GAE's
+    advantages and targets (`next_values` [T, N] = V(next_obs)), the loss mask and the
+    rollout's actions, log-probs and values."""
+    advantages, targets = gae(
+        batch.reward * hyper.reward_scale,
+        batch.extras.value,
+        next_values,
+        batch.terminated,
+        batch.done,
+        hyper.gamma,
+        hyper.gae_lambda,
+    )
+    return {
+        "obs": batch.obs,
+        "action": batch.action,
+        "loss_mask": ppo_loss_mask(batch),
+        "advantage": advantages,
+        "target": targets,
+        "old_log_prob": batch.extras.log_prob,
+        "old_value": batch.extras.value,
+    }
+
+
 def ppo_loss_terms(
     log_prob: jax.Array,
     entropy: jax.Array,
@@ -227,18 +251,21 @@ def ppo_epochs(
     data: dict,
     loss_fn,
     hyper: PPOHyperparams,
-    learning_rate,
-    update_epochs: int,
-    num_minibatches: int,
+    update_count: jax.Array,
+    config: PPOUpdateConfig,
 ):
-    """Adam steps with global-norm clipping, `update_epochs` passes over `data` split
-    into `num_minibatches` shuffled minibatches along its leading axis.
+    """Adam steps with global-norm clipping at update call `update_count`'s step size,
+    `config.update_epochs` passes over `data` split into `config.num_minibatches`
+    shuffled minibatches along its leading axis.
 
     `loss_fn(params, minibatch) -> (loss, metrics)`; `data["loss_mask"]` says which steps
     may be learnt from: with none, params and opt_state come back unchanged.
 
-    Returns (params, opt_state, metrics averaged over all steps).
+    Returns (params, opt_state, metrics averaged over all steps, with the step size).
     """
+    learning_rate = annealed_learning_rate(
+        hyper, update_count, config.anneal_lr, config.total_updates
+    )
 
     def sgd_step(carry, mb):
         params, opt_state = carry
@@ -251,14 +278,16 @@ def ppo_epochs(
         return (params, opt_state), {**metrics, "grad_norm": grad_norm}
 
     trained, metrics = minibatch_epochs(
-        key, (params, opt_state), data, update_epochs, num_minibatches, sgd_step
+        key, (params, opt_state), data, config.update_epochs, config.num_minibatches, sgd_step
     )
     # A select, not a cond: the loop vmaps seeds, where a cond runs both branches anyway.
     learn = data["loss_mask"].any()
     params, opt_state = jax.tree.map(
         lambda new, old: jnp.where(learn, new, old), trained, (params, opt_state)
     )
-    return params, opt_state, jax.tree.map(jnp.mean, metrics)
+    metrics = jax.tree.map(jnp.mean, metrics)
+    metrics["learning_rate"] = jnp.asarray(learning_rate, jnp.float32)
+    return params, opt_state, metrics
 
 
 class PPO:
@@ -325,29 +354,8 @@ class PPO:
         """One PPO update on a [T, N] rollout. Returns (state, metrics of scalars)."""
         h = state.hyper
         next_values = self.value(state, batch.next_obs)
-        advantages, targets = gae(
-            batch.reward * h.reward_scale,
-            batch.extras.value,
-            next_values,
-            batch.terminated,
-            batch.done,
-            h.gamma,
-            h.gae_lambda,
-        )
         flat = jax.tree.map(
-            lambda x: x.reshape((-1,) + x.shape[2:]),
-            {
-                "obs": batch.obs,
-                "action": batch.action,
-                "loss_mask": ppo_loss_mask(batch),
-                "advantage": advantages,
-                "target": targets,
-                "old_log_prob": batch.extras.log_prob,
-                "old_value": batch.extras.value,
-            },
-        )
-        lr = annealed_learning_rate(
-            h, state.update_count, self.config.anneal_lr, self.config.total_updates
+            lambda x: x.reshape((-1,) + x.shape[2:]), ppo_training_data(batch, next_values, h)
         )
         params, opt_state, metrics = ppo_epochs(
             key,
@@ -356,9 +364,8 @@ class PPO:
             flat,
             lambda params, mb: self._loss(params, state, mb),
             h,
-            lr,
-            self.config.update_epochs,
-            self.config.num_minibatches,
+            state.update_count,
+            self.config,
         )
         obs_norm = state.obs_norm
         if self.config.normalize_obs:
@@ -370,7 +377,6 @@ class PPO:
             obs_norm=obs_norm,
             update_count=state.update_count + 1,
         )
-        metrics["learning_rate"] = jnp.asarray(lr, jnp.float32)
         return new_state, metrics
 
 

@@ -37,17 +37,16 @@ import optax
 from flax import struct
 
 from acl.agents.base import AGENTS
-from acl.agents.common import Transition, gae
+from acl.agents.common import Transition
 from acl.agents.networks import ACTIVATIONS, ActorCritic, _orthogonal, dense
 from acl.agents.ppo import (
     ActionDistribution,
     PPOHyperparams,
     PPOUpdateConfig,
-    annealed_learning_rate,
     ppo_adam,
     ppo_epochs,
-    ppo_loss_mask,
     ppo_loss_terms,
+    ppo_training_data,
 )
 from acl.errors import ConfigError
 
@@ -350,32 +349,9 @@ class RecurrentPPO:
         starts = episode_starts(batch.done)
         carries, *_ = self.replay(state.params, first_carry, batch.obs, starts)
         next_values = self._bootstrap_values(state.params, carries, batch.next_obs)
-        advantages, targets = gae(
-            batch.reward * h.reward_scale,
-            batch.extras.value,
-            next_values,
-            batch.terminated,
-            batch.done,
-            h.gamma,
-            h.gae_lambda,
-        )
         # Env-major, so shuffled minibatches hold whole sequences with their first carry.
-        sequences = _env_major(
-            {
-                "obs": batch.obs,
-                "start": starts,
-                "action": batch.action,
-                "loss_mask": ppo_loss_mask(batch),
-                "advantage": advantages,
-                "target": targets,
-                "old_log_prob": batch.extras.log_prob,
-                "old_value": batch.extras.value,
-            }
-        )
+        sequences = _env_major({**ppo_training_data(batch, next_values, h), "start": starts})
         sequences["carry"] = first_carry
-        lr = annealed_learning_rate(
-            h, state.update_count, self.config.anneal_lr, self.config.total_updates
-        )
         params, opt_state, metrics = ppo_epochs(
             key,
             state.params,
@@ -383,14 +359,12 @@ class RecurrentPPO:
             sequences,
             lambda params, mb: self._loss(params, h, mb),
             h,
-            lr,
-            self.config.update_epochs,
-            self.config.num_minibatches,
+            state.update_count,
+            self.config,
         )
         new_state = state.replace(
             params=params, opt_state=opt_state, update_count=state.update_count + 1
         )
-        metrics["learning_rate"] = jnp.asarray(lr, jnp.float32)
         return new_state, metrics
 
 
