@@ -67,6 +67,7 @@ def test_the_table_is_tidy_and_complete(uninterrupted):
     assert default.set_index(["teacher", "seed"]).train_return.nunique() > 1
 
 
+@pytest.mark.slow  # two benchmark runs compiled: about 70 s
 def test_an_interrupted_benchmark_resumes_without_recomputing_finished_cells(
     uninterrupted, tmp_path, monkeypatch
 ):

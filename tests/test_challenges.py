@@ -189,6 +189,7 @@ def test_forgetting_reinitialises_the_student_every_n_iterations():
     assert counts == {"default": 4, "forgetting": 0}
 
 
+@pytest.mark.slow  # every challenge of a teacher compiled: about 45 s
 def test_every_challenge_of_a_teacher_shares_one_compiled_program():
     trainer = Trainer(tiny_config(teacher="alp_gmm", num_seeds=2), challenged=True)
     init, run_chunk = trainer.jit_init_seeds(), trainer.jit_run_chunk_seeds()

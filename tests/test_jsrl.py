@@ -434,7 +434,7 @@ def test_experiment_config_builds_every_method_without_compiling():
         parse({"base": {"env": "goal_maze"}, "jsrl": {"variant": "random"}})
 
 
-@pytest.mark.slow  # two methods x two seeds x 200k steps: 2-5 min on 2 cores
+@pytest.mark.slow  # two methods x two seeds x 300k steps: 3-6 min on 2 cores
 def test_jsrl_learns_the_hard_task_where_scratch_ppo_does_not(tmp_path, capsys):
     """The learner alone from S: JSRL's (oracle guide, curriculum) succeeds, scratch PPO's
     does not (seeds 0 and 1; both fail from scratch at this budget)."""
@@ -443,7 +443,9 @@ def test_jsrl_learns_the_hard_task_where_scratch_ppo_does_not(tmp_path, capsys):
     from experiments.jsrl import main
 
     argv = ["--methods", "jsrl", "scratch", "--seeds", "2", "--out", str(tmp_path)]
-    argv += ["--set", "base.loop.total_env_steps=200000", "--no-progress"]
+    # The README's budget, where JSRL has settled (0.96 over 8 seeds); at 200k it is still
+    # climbing through 0.5, where the last bit of a float decides the assertion.
+    argv += ["--set", "base.loop.total_env_steps=300000", "--no-progress"]
     assert main(argv) == 0
     assert "vs scratch" in capsys.readouterr().out
     assert {p.name for p in tmp_path.iterdir()} >= {"results.json", "table.md", "curves.png"}

@@ -39,7 +39,7 @@ def test_notebook_is_stored_clean():
     [
         (ROOT, str(FIXTURE)),
         # from notebooks/, a relative RESULTS_DIR is found from the repository root
-        (ROOT / "notebooks", "tests/fixtures/benchmark_tiny"),
+        pytest.param(ROOT / "notebooks", "tests/fixtures/benchmark_tiny", marks=pytest.mark.slow),
     ],
     ids=["repo-root", "notebooks-dir"],
 )
