@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from acl.config import apply_overrides, load_yaml
+from acl.errors import ConfigError
 from acl.results import provenance
 
 
@@ -64,3 +66,27 @@ def run_comparison(out: Path, data: dict, config, run, table, plot, **extra) -> 
     print(text)
     seeds = [config.base.seed + i for i in range(config.base.num_seeds)]
     write_comparison(out, data, seeds, results, text, lambda path: plot(results, path), **extra)
+
+
+def comparison_main(args: argparse.Namespace, parse, make_trainer, run_method, table, plot) -> int:
+    """A comparison script's whole `main` after its flags: the config (`parse(data)`),
+    every method's trainer built once so every config error comes before any
+    compilation (exit 2), then `run_comparison` with `run_method(config, method,
+    progress)`."""
+    try:
+        data = comparison_data(args)
+        config = parse(data)
+        for method in config.methods:
+            make_trainer(config, method)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    run_comparison(
+        Path(args.out),
+        data,
+        config,
+        lambda method: run_method(config, method, not args.no_progress),
+        table,
+        plot,
+    )
+    return 0

@@ -28,7 +28,7 @@ import numpy as np
 from acl.config import ComponentConfig, ExperimentConfig, parse_config
 from acl.errors import ConfigError
 from acl.results import format_table, mean_se
-from experiments.comparison import comparison_data, comparison_parser, run_comparison
+from experiments.comparison import comparison_main, comparison_parser
 
 METHODS = ("reverse", "uniform_start", "fixed")
 DEFAULT_CONFIG = Path(__file__).parent / "configs" / "reverse_curriculum.yaml"
@@ -262,24 +262,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def main(argv=None) -> int:
-    args = parse_args(argv)
-    try:
-        data = comparison_data(args)
-        config = parse(data)
-        for method in config.methods:
-            make_trainer(config, method)  # every config error before any compilation
-    except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    run_comparison(
-        Path(args.out),
-        data,
-        config,
-        lambda m: run_method(config, m, not args.no_progress),
-        table,
-        plot,
-    )
-    return 0
+    return comparison_main(parse_args(argv), parse, make_trainer, run_method, table, plot)
 
 
 if __name__ == "__main__":
