@@ -41,6 +41,7 @@ from flax import struct
 
 from acl.errors import ConfigError
 from acl.spaces import Box
+from acl.teachers import checks
 from acl.teachers.alp import Ring, empirical_alp, ring_init, ring_push
 from acl.teachers.base import TEACHERS, Feedback, default_info
 from acl.teachers.gmm import CRITERIA, DEFAULT_TOL, GMM, fit_gmms, sample_gmm, select_best
@@ -93,11 +94,6 @@ class ALPGMMState:
     """int32: valid records since the last kept fit."""
 
 
-def _check(cond: bool, message: str) -> None:
-    if not cond:
-        raise ConfigError(message)
-
-
 @dataclass(frozen=True)
 class GMMTeacher(abc.ABC):
     """Shared machinery of the GMM teachers; subclasses define the fitted features."""
@@ -137,27 +133,31 @@ class GMMTeacher(abc.ABC):
             object.__setattr__(self, "fit_every", self.fit_rate)
         for name in ("fit_rate", "fit_every", "k_min", "k_max", "num_inits", "em_iterations"):
             value = getattr(self, name)
-            _check(
+            checks.check(
                 isinstance(value, (int, np.integer)) and value >= 1,
                 f"teacher.{name} must be a positive integer, got {value!r}",
             )
-        _check(
+        checks.check(
             self.k_min <= self.k_max,
             f"teacher.k_min ({self.k_min}) must be <= teacher.k_max ({self.k_max})",
         )
-        _check(
+        checks.check(
             self.criterion in CRITERIA,
             f"teacher.criterion must be one of {CRITERIA}, got {self.criterion!r}",
         )
-        _check(
+        checks.check(
             0.0 <= float(self.random_task_ratio) <= 1.0,
             f"teacher.random_task_ratio must be in [0, 1], got {self.random_task_ratio}",
         )
-        _check(float(self.reg_covar) > 0, f"teacher.reg_covar must be > 0, got {self.reg_covar}")
-        _check(float(self.em_tol) >= 0, f"teacher.em_tol must be >= 0, got {self.em_tol}")
+        checks.check(
+            float(self.reg_covar) > 0, f"teacher.reg_covar must be > 0, got {self.reg_covar}"
+        )
+        checks.check(float(self.em_tol) >= 0, f"teacher.em_tol must be >= 0, got {self.em_tol}")
         if self.return_bounds is not None:
             lo, hi = map(float, self.return_bounds)
-            _check(lo < hi, f"teacher.return_bounds needs low < high, got {self.return_bounds}")
+            checks.check(
+                lo < hi, f"teacher.return_bounds needs low < high, got {self.return_bounds}"
+            )
             object.__setattr__(self, "return_bounds", (lo, hi))
         object.__setattr__(self, "scale_returns", self.return_bounds is not None)
         dim = self.task_space.dim
@@ -166,7 +166,7 @@ class GMMTeacher(abc.ABC):
         if self.initial_mean is not None:
             mean = tuple(map(float, np.broadcast_to(self.initial_mean, (dim,))))
             std = tuple(map(float, np.broadcast_to(self.initial_std, (dim,))))
-            _check(all(s > 0 for s in std), f"teacher.initial_std must be > 0, got {std}")
+            checks.check(all(s > 0 for s in std), f"teacher.initial_std must be > 0, got {std}")
             object.__setattr__(self, "initial_mean", mean)
             object.__setattr__(self, "initial_std", std)
         object.__setattr__(self, "use_prior", self.initial_mean is not None)
@@ -348,7 +348,7 @@ class ALPGMMTeacher(GMMTeacher):
 
     def __post_init__(self):
         super().__post_init__()
-        _check(
+        checks.check(
             isinstance(self.history_size, (int, np.integer)) and self.history_size >= 1,
             f"teacher.history_size must be a positive integer, got {self.history_size!r}",
         )

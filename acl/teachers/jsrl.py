@@ -64,6 +64,7 @@ from flax import struct
 
 from acl.errors import ConfigError
 from acl.spaces import Box
+from acl.teachers import checks
 from acl.teachers.base import TEACHERS, Feedback, SampleInfo
 
 VARIANTS = ("curriculum", "random")
@@ -184,17 +185,6 @@ class JSRLState:
     """Mean h of the last `sample` call."""
 
 
-def _check(cond: bool, message: str) -> None:
-    if not cond:
-        raise ConfigError(message)
-
-
-def _positive_int(value, name: str) -> int:
-    ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 1
-    _check(ok, f"teacher.{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
 @dataclass(frozen=True)
 class JSRLTeacher:
     """Jump-Start RL's guide-horizon curriculum; see the module docstring."""
@@ -218,30 +208,32 @@ class JSRLTeacher:
     """The env's (low, high) returns; scales `tolerance`. None: (0, 1)."""
 
     def __post_init__(self):
-        _check(
+        checks.check(
             callable(getattr(self.guide, "act", None)),
             f"teacher.guide: needs an object with act(obs, env_state, env_params, key), "
             f"got {self.guide!r}",
         )
-        _check(
+        checks.check(
             self.variant in VARIANTS,
             f"teacher.variant must be one of {', '.join(VARIANTS)}, got {self.variant!r}",
         )
         h = self.guide_horizon
         ok = isinstance(h, (int, np.integer)) and not isinstance(h, bool) and h >= 0
-        _check(ok, f"teacher.guide_horizon must be an integer >= 0, got {h!r}")
+        checks.check(ok, f"teacher.guide_horizon must be an integer >= 0, got {h!r}")
         object.__setattr__(self, "guide_horizon", int(h))
-        object.__setattr__(self, "n_stages", _positive_int(self.n_stages, "n_stages"))
-        object.__setattr__(self, "window", _positive_int(self.window, "window"))
-        _check(
+        object.__setattr__(self, "n_stages", checks.positive_int(self.n_stages, "n_stages"))
+        object.__setattr__(self, "window", checks.positive_int(self.window, "window"))
+        checks.check(
             float(self.tolerance) >= 0,
             f"teacher.tolerance must be >= 0, got {self.tolerance}",
         )
         if self.return_bounds is not None:
             lo, hi = map(float, self.return_bounds)
-            _check(lo < hi, f"teacher.return_bounds needs low < high, got {self.return_bounds}")
+            checks.check(
+                lo < hi, f"teacher.return_bounds needs low < high, got {self.return_bounds}"
+            )
             object.__setattr__(self, "return_bounds", (lo, hi))
-        object.__setattr__(self, "base_task", _base_task(self.task_space, self.base_task))
+        object.__setattr__(self, "base_task", checks.base_task(self.task_space, self.base_task))
 
     # -- parameters and state ----------------------------------------------------------
 
@@ -359,24 +351,6 @@ class JSRLTeacher:
         }
 
 
-def _base_task(task_space: Box, base_task) -> tuple[float, ...] | None:
-    if base_task is None:
-        return None
-    values = tuple(float(v) for v in np.ravel(base_task))
-    _check(
-        len(values) == task_space.dim,
-        f"teacher.base_task has {len(values)} entries, the task space {task_space.dim}",
-    )
-    low, high = np.asarray(task_space.low), np.asarray(task_space.high)
-    inside = bool(np.all((np.asarray(values) >= low) & (np.asarray(values) <= high)))
-    _check(
-        inside,
-        f"teacher.base_task {values} lies outside the task space "
-        f"[{task_space.low}, {task_space.high}]",
-    )
-    return values
-
-
 def _check_guide_spaces(guide: AgentGuide, env) -> None:
     """A saved agent must see the learner's observations and act in its action space."""
     saved = guide.env
@@ -384,7 +358,7 @@ def _check_guide_spaces(guide: AgentGuide, env) -> None:
     a, b = saved.action_space(), env.action_space()
     same_actions = type(a) is type(b) and getattr(a, "n", None) == getattr(b, "n", None)
     same_actions &= tuple(getattr(a, "shape", ())) == tuple(getattr(b, "shape", ()))
-    _check(
+    checks.check(
         same_obs and same_actions,
         "teacher.guide_run: the saved agent's observation or action space differs from "
         f"the env's ({type(saved).__name__} vs {type(env).__name__})",
@@ -409,22 +383,24 @@ def make_jsrl(
 ) -> JSRLTeacher:
     """JSRLTeacher with its guide built from config keys (module docstring). The loop
     passes `env` (needs_env) and `return_bounds`."""
-    base = _base_task(task_space, base_task)
+    base = checks.base_task(task_space, base_task)
     base = task_space.default_task if base is None else base
     default_horizon = None if env is None else int(env.max_episode_steps)
     if isinstance(guide, str):
         if guide == "oracle":
-            _check(
+            checks.check(
                 env is not None and callable(getattr(env, "oracle_action", None)),
                 "teacher.guide: the oracle guide needs an env with oracle_action "
                 f"(goal_maze); got {type(env).__name__ if env is not None else 'no env'}",
             )
             eps = float(guide_epsilon)
-            _check(0.0 <= eps <= 1.0, f"teacher.guide_epsilon must be in [0, 1], got {eps}")
+            checks.check(0.0 <= eps <= 1.0, f"teacher.guide_epsilon must be in [0, 1], got {eps}")
             guide = OracleGuide(env, eps)
             default_horizon = guide.episode_length(np.asarray(base, np.float32))
         elif guide == "saved":
-            _check(guide_run is not None, "teacher.guide_run: the saved guide needs a run dir")
+            checks.check(
+                guide_run is not None, "teacher.guide_run: the saved guide needs a run dir"
+            )
             guide = load_agent_guide(guide_run, int(guide_seed), guide_deterministic)
             if env is not None:
                 _check_guide_spaces(guide, env)
@@ -433,7 +409,7 @@ def make_jsrl(
                 f"teacher.guide must be oracle or saved (or a guide object), got {guide!r}"
             )
     if guide_horizon is None:
-        _check(
+        checks.check(
             default_horizon is not None,
             "teacher.guide_horizon: needed when neither the guide nor an env gives one",
         )

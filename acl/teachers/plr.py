@@ -91,7 +91,15 @@ from flax import struct
 from acl.agents.common import Transition, gae
 from acl.errors import ConfigError
 from acl.spaces import Box
+from acl.teachers import checks
 from acl.teachers.base import TEACHERS, Feedback, default_info
+
+PLR_USES = "draws levels from the env's generator"
+
+
+def _build(name: str) -> str:
+    return f"TEACHERS.get({name!r})(task_space, env=...) (envs.maze.Maze is such an env)"
+
 
 NEW, REPLAY, EDIT = 0, 1, 2
 """Batch kinds (`PLRState.kind`)."""
@@ -100,35 +108,11 @@ SCORE_FUNCTIONS = ("pvl", "maxmc")
 PRIORITIZATIONS = ("rank", "topk")
 
 
-def _check(cond: bool, message: str) -> None:
-    if not cond:
-        raise ConfigError(message)
-
-
-def _check_env(env, task_space: Box, name: str, methods: tuple[str, ...]) -> None:
-    _check(
-        env is not None,
-        f"teacher.env: the {name} teacher draws levels from the env's generator and needs "
-        f"the env object: build it with TEACHERS.get({name!r})(task_space, env=...)",
-    )
-    for method in methods:
-        _check(
-            callable(getattr(env, method, None)),
-            f"teacher.env: the {name} teacher needs an env with `{method}` "
-            f"(envs.maze.Maze has it); {type(env).__name__} has none",
-        )
-    _check(
-        env.task_space.dim == task_space.dim,
-        f"teacher.env: its task space has {env.task_space.dim} dimensions, the "
-        f"teacher's {task_space.dim}",
-    )
-
-
 def _num_walls(env, num_walls) -> int:
     """The generator's wall count: `num_walls`, or the env's own (`env.num_walls`)."""
     if num_walls is None:
         num_walls = getattr(env, "num_walls", 25)
-    _check(
+    checks.check(
         isinstance(num_walls, int) and not isinstance(num_walls, bool) and num_walls >= 0,
         f"teacher.num_walls must be a non-negative integer, got {num_walls!r}",
     )
@@ -163,7 +147,14 @@ class DRTeacher:
     """Registry flag (not a field): the factory needs env=..., with `sample_tasks`."""
 
     def __post_init__(self):
-        _check_env(self.env, self.task_space, "dr", ("sample_tasks",))
+        checks.check_env(
+            self.env,
+            self.task_space,
+            "dr",
+            uses=PLR_USES,
+            build=_build("dr"),
+            methods=("sample_tasks",),
+        )
         object.__setattr__(self, "num_walls", _num_walls(self.env, self.num_walls))
 
     def default_params(self) -> DRParams:
@@ -355,17 +346,19 @@ class PLRTeacher:
     def __post_init__(self):
         name = self.name
         methods = ("sample_tasks", "edit_tasks") if self.num_edits else ("sample_tasks",)
-        _check_env(self.env, self.task_space, name, methods)
+        checks.check_env(
+            self.env, self.task_space, name, uses=PLR_USES, build=_build(name), methods=methods
+        )
         object.__setattr__(self, "num_walls", _num_walls(self.env, self.num_walls))
 
         def integer(value, key, low):
-            _check(
+            checks.check(
                 isinstance(value, int) and not isinstance(value, bool) and value >= low,
                 f"teacher.{key} must be an integer >= {low}, got {value!r}",
             )
 
         def unit(value, key):
-            _check(
+            checks.check(
                 isinstance(value, (int, float)) and 0.0 <= value <= 1.0,
                 f"teacher.{key} must be in [0, 1], got {value!r}",
             )
@@ -374,23 +367,23 @@ class PLRTeacher:
         integer(self.num_edits, "num_edits", 0)
         integer(self.snapshot_size, "snapshot_size", 1)
         integer(self.topk_k, "topk_k", 1)
-        _check(
+        checks.check(
             self.score_function in SCORE_FUNCTIONS,
             f"teacher.score_function: unknown {self.score_function!r} "
             f"(known: {', '.join(SCORE_FUNCTIONS)})",
         )
-        _check(
+        checks.check(
             self.prioritization in PRIORITIZATIONS,
             f"teacher.prioritization: unknown {self.prioritization!r} "
             f"(known: {', '.join(PRIORITIZATIONS)})",
         )
-        _check(
+        checks.check(
             isinstance(self.temperature, (int, float)) and self.temperature > 0,
             f"teacher.temperature must be > 0, got {self.temperature!r}",
         )
         for key in ("replay_prob", "staleness_coeff", "minimum_fill_ratio", "gamma", "gae_lambda"):
             unit(getattr(self, key), key)
-        _check(
+        checks.check(
             isinstance(self.reward_scale, (int, float)) and self.reward_scale > 0,
             f"teacher.reward_scale must be > 0, got {self.reward_scale!r}",
         )
@@ -615,7 +608,7 @@ def make_robust_plr(task_space: Box, **kwargs) -> PLRTeacher:
 def make_accel(task_space: Box, num_edits: int = 5, **kwargs) -> PLRTeacher:
     """ACCEL: robust PLR that edits its replayed levels (env=... with `edit_tasks`)."""
     _check_keys("accel", kwargs, _PLR_KEYS)
-    _check(
+    checks.check(
         isinstance(num_edits, int) and not isinstance(num_edits, bool) and num_edits >= 1,
         f"teacher.num_edits must be an integer >= 1, got {num_edits!r}",
     )

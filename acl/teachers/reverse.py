@@ -81,8 +81,17 @@ from gymnax.environments import spaces
 
 from acl.errors import ConfigError
 from acl.spaces import Box
+from acl.teachers import checks
 from acl.teachers.base import TEACHERS, Feedback, default_info
 from envs.base import StartTaskEnv
+
+START_ENV = dict(
+    uses="walks the env's dynamics",
+    build="make_reverse(task_space, env=...) (experiments/reverse_curriculum.py does)",
+    protocol=StartTaskEnv,
+    methods=("start_from_state", "task_with_start", "goal_start"),
+)
+"""`checks.check_env`'s wording for the start-state teachers."""
 
 
 @struct.dataclass
@@ -126,48 +135,6 @@ class ReverseState:
     """int32: valid feedback records so far."""
 
 
-def _check(cond: bool, message: str) -> None:
-    if not cond:
-        raise ConfigError(message)
-
-
-def _check_env(env, task_space: Box, name: str) -> None:
-    if env is None:
-        raise ConfigError(
-            f"teacher.env: the {name} teacher walks the env's dynamics and needs the env "
-            f"object: build it with make_{name}(task_space, env=...) "
-            "(experiments/reverse_curriculum.py does)"
-        )
-    if not isinstance(env, StartTaskEnv):
-        raise ConfigError(
-            f"teacher.env: the {name} teacher needs an env implementing "
-            f"envs.base.StartTaskEnv (start_from_state, task_with_start, goal_start); "
-            f"{type(env).__name__} does not"
-        )
-    if env.task_space.dim != task_space.dim:
-        raise ConfigError(
-            f"teacher.env: its task space has {env.task_space.dim} dimensions, the "
-            f"teacher's {task_space.dim}"
-        )
-
-
-def _base_task(task_space: Box, base_task) -> tuple[float, ...] | None:
-    if base_task is None:
-        return None
-    values = tuple(float(v) for v in np.ravel(base_task))
-    _check(
-        len(values) == task_space.dim,
-        f"teacher.base_task has {len(values)} entries, the task space {task_space.dim}",
-    )
-    inside = bool(np.asarray(task_space.contains(jnp.asarray(values, jnp.float32))))
-    _check(
-        inside,
-        f"teacher.base_task {values} lies outside the task space "
-        f"[{task_space.low}, {task_space.high}]",
-    )
-    return values
-
-
 @dataclass(frozen=True)
 class ReverseTeacher:
     """Reverse curriculum generation; see the module docstring."""
@@ -198,7 +165,7 @@ class ReverseTeacher:
     """The task that fixes the goal; None: the task space's default task."""
 
     def __post_init__(self):
-        _check_env(self.env, self.task_space, "reverse")
+        checks.check_env(self.env, self.task_space, "reverse", **START_ENV)
         for name in (
             "n_new",
             "n_old",
@@ -209,20 +176,20 @@ class ReverseTeacher:
             "buffer_capacity",
         ):
             value = getattr(self, name)
-            _check(
+            checks.check(
                 isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 1,
                 f"teacher.{name} must be a positive integer, got {value!r}",
             )
         lo, hi = float(self.r_min), float(self.r_max)
-        _check(
+        checks.check(
             0.0 <= lo <= hi <= 1.0,
             f"teacher.r_min and teacher.r_max need 0 <= r_min <= r_max <= 1, got {lo}, {hi}",
         )
-        _check(
+        checks.check(
             float(self.match_tolerance) >= 0,
             f"teacher.match_tolerance must be >= 0, got {self.match_tolerance}",
         )
-        object.__setattr__(self, "base_task", _base_task(self.task_space, self.base_task))
+        object.__setattr__(self, "base_task", checks.base_task(self.task_space, self.base_task))
 
     @property
     def batch_size(self) -> int:
@@ -526,8 +493,8 @@ class UniformStartTeacher:
     """Registry flag (not a field): the factory needs env=..., a StartTaskEnv."""
 
     def __post_init__(self):
-        _check_env(self.env, self.task_space, "uniform_start")
-        object.__setattr__(self, "base_task", _base_task(self.task_space, self.base_task))
+        checks.check_env(self.env, self.task_space, "uniform_start", **START_ENV)
+        object.__setattr__(self, "base_task", checks.base_task(self.task_space, self.base_task))
 
     def default_params(self) -> UniformStartParams:
         base = self.task_space.default_task if self.base_task is None else self.base_task

@@ -97,8 +97,19 @@ from flax import struct
 
 from acl.errors import ConfigError
 from acl.spaces import Box
+from acl.teachers import checks
 from acl.teachers.base import TEACHERS, Feedback, default_info
 from envs.base import GoalTaskEnv
+
+GOAL_ENV = dict(
+    uses="writes goals into tasks",
+    build="make_svgg(task_space, env=...) or through acl.train.build_components (it "
+    "hands teachers marked needs_env the env)",
+    protocol=GoalTaskEnv,
+    methods=("goal_from_task", "task_with_goal", "achieved_goal"),
+)
+"""`checks.check_env`'s wording for the goal teachers."""
+
 
 DIFFICULTIES: dict[str, tuple[float, float]] = {
     "very_easy": (4.0, 1.0),
@@ -314,48 +325,6 @@ def valid_goal_sampler(env, goal_low: np.ndarray, goal_high: np.ndarray):
 # -- configuration helpers --------------------------------------------------------------------
 
 
-def _check(cond: bool, message: str) -> None:
-    if not cond:
-        raise ConfigError(message)
-
-
-def _check_env(env, task_space: Box, name: str) -> None:
-    if env is None:
-        raise ConfigError(
-            f"teacher.env: the {name} teacher writes goals into tasks and needs the env "
-            f"object: build it with make_{name}(task_space, env=...) or through "
-            "acl.train.build_components (it hands teachers marked needs_env the env)"
-        )
-    if not isinstance(env, GoalTaskEnv):
-        raise ConfigError(
-            f"teacher.env: the {name} teacher needs an env implementing "
-            f"envs.base.GoalTaskEnv (goal_from_task, task_with_goal, achieved_goal); "
-            f"{type(env).__name__} does not"
-        )
-    if env.task_space.dim != task_space.dim:
-        raise ConfigError(
-            f"teacher.env: its task space has {env.task_space.dim} dimensions, the "
-            f"teacher's {task_space.dim}"
-        )
-
-
-def _base_task(task_space: Box, base_task) -> tuple[float, ...] | None:
-    if base_task is None:
-        return None
-    values = tuple(float(v) for v in np.ravel(base_task))
-    _check(
-        len(values) == task_space.dim,
-        f"teacher.base_task has {len(values)} entries, the task space {task_space.dim}",
-    )
-    inside = bool(np.asarray(task_space.contains(jnp.asarray(values, jnp.float32))))
-    _check(
-        inside,
-        f"teacher.base_task {values} lies outside the task space "
-        f"[{task_space.low}, {task_space.high}]",
-    )
-    return values
-
-
 def goal_box(env, task_space: Box) -> tuple[np.ndarray, np.ndarray]:
     """(low [G], high [G]): the task space's bounds on the goal coordinates. Host side
     (call it at construction, not inside a trace)."""
@@ -363,13 +332,6 @@ def goal_box(env, task_space: Box) -> tuple[np.ndarray, np.ndarray]:
         low = np.asarray(env.goal_from_task(task_space.low_array), np.float32)
         high = np.asarray(env.goal_from_task(task_space.high_array), np.float32)
     return np.minimum(low, high), np.maximum(low, high)
-
-
-def _positive_int(value, name: str) -> None:
-    _check(
-        isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 1,
-        f"teacher.{name} must be a positive integer, got {value!r}",
-    )
 
 
 # -- the teacher -----------------------------------------------------------------------------
@@ -421,7 +383,7 @@ class SVGGTeacher:
     """Registry flag (not a field): the factory needs env=..., a GoalTaskEnv."""
 
     def __post_init__(self):
-        _check_env(self.env, self.task_space, "svgg")
+        checks.check_env(self.env, self.task_space, "svgg", **GOAL_ENV)
         for name in (
             "num_particles",
             "svgd_steps",
@@ -432,11 +394,11 @@ class SVGGTeacher:
             "update_every",
             "plot_grid",
         ):
-            _positive_int(getattr(self, name), name)
-        _check(self.num_particles >= 2, "teacher.num_particles must be >= 2 (SVGD's kernel)")
+            checks.positive_int(getattr(self, name), name)
+        checks.check(self.num_particles >= 2, "teacher.num_particles must be >= 2 (SVGD's kernel)")
         hidden = tuple(self.predictor_hidden)
         for width in hidden:
-            _positive_int(width, "predictor_hidden")
+            checks.positive_int(width, "predictor_hidden")
         object.__setattr__(self, "predictor_hidden", tuple(int(w) for w in hidden))
         if self.difficulty not in DIFFICULTIES:
             raise ConfigError(
@@ -446,7 +408,7 @@ class SVGGTeacher:
         alpha, beta = DIFFICULTIES[self.difficulty]
         alpha = alpha if self.alpha is None else float(self.alpha)
         beta = beta if self.beta is None else float(self.beta)
-        _check(
+        checks.check(
             alpha >= 1 and beta >= 1, f"teacher.alpha and beta must be >= 1, got {alpha}, {beta}"
         )
         object.__setattr__(self, "alpha", alpha)
@@ -459,11 +421,11 @@ class SVGGTeacher:
             ("init_std", 0.0, np.inf),
         ):
             value = float(getattr(self, name))
-            _check(lo < value < hi, f"teacher.{name} must be > 0, got {value}")
+            checks.check(lo < value < hi, f"teacher.{name} must be > 0, got {value}")
         for name in ("random_goal_ratio", "validity_quantile"):
             value = float(getattr(self, name))
-            _check(0.0 <= value <= 1.0, f"teacher.{name} must be in [0, 1], got {value}")
-        object.__setattr__(self, "base_task", _base_task(self.task_space, self.base_task))
+            checks.check(0.0 <= value <= 1.0, f"teacher.{name} must be in [0, 1], got {value}")
+        object.__setattr__(self, "base_task", checks.base_task(self.task_space, self.base_task))
         low, high = goal_box(self.env, self.task_space)
         # Not fields: derived once, and left out of the (static) hash and equality.
         object.__setattr__(self, "_goal_box", (tuple(low.tolist()), tuple(high.tolist())))
@@ -774,8 +736,8 @@ class RandomGoalTeacher:
     """Registry flag (not a field): the factory needs env=..., a GoalTaskEnv."""
 
     def __post_init__(self):
-        _check_env(self.env, self.task_space, "random_goal")
-        object.__setattr__(self, "base_task", _base_task(self.task_space, self.base_task))
+        checks.check_env(self.env, self.task_space, "random_goal", **GOAL_ENV)
+        object.__setattr__(self, "base_task", checks.base_task(self.task_space, self.base_task))
         low, high = goal_box(self.env, self.task_space)
         # Not a field: derived once, and left out of the (static) hash and equality.
         object.__setattr__(self, "_goal_box", (low, high))
