@@ -12,6 +12,9 @@ import pandas as pd
 import pytest
 import yaml
 
+# The CLI imports the library lazily; importing it here keeps gymnax's import-time
+# constants (it builds jnp arrays at import) out of the compile counts below.
+import acl.train  # noqa: F401
 from acl.results import SUMMARY_KEYS
 from experiments import evaluate as evaluate_cli
 from experiments import run as run_cli
@@ -107,6 +110,7 @@ BAD_INPUTS = [
     (["--set", "loop.num_enms=4"], "loop: unknown config key 'num_enms'; did you mean 'num_envs'"),
     (["--set", "agent.learning_rte=0.1"], "agent: unknown config key 'learning_rte'"),
     (["--set", "colour=blue"], "config: unknown config key 'colour'"),
+    (["--max-minutes", "-1"], "--max-minutes must be >= 0, got -1.0"),
 ]
 
 
