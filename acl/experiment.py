@@ -67,9 +67,21 @@ def _check_finite(metrics: ChunkMetrics, first_iteration: int, seeds: list[int])
 
 
 def run_experiment(
-    config: ExperimentConfig, out: str | Path, progress: bool = True, trainer: Trainer | None = None
+    config: ExperimentConfig,
+    out: str | Path,
+    progress: bool = True,
+    trainer: Trainer | None = None,
+    max_seconds: float | None = None,
 ) -> dict:
-    """Train all seeds of `config` as one vmap; write the run directory; return the summary."""
+    """Train all seeds of `config` as one vmap; write the run directory; return the summary.
+
+    `max_seconds`: a wall-clock budget (compile included): no chunk starts once it is
+    spent, so a run at published scale can be sampled for the time a machine is lent;
+    the summary then says so (`stopped_at_time_limit`) and projects the full run's time
+    from the measured steps/s.
+    """
+    if max_seconds is not None and not max_seconds >= 0:
+        raise ValueError(f"max_seconds must be >= 0, got {max_seconds}")
     trainer = trainer or Trainer(config)
     run_dir = RunDir(out)
     seeds = [config.seed + i for i in range(config.num_seeds)]
@@ -94,6 +106,9 @@ def run_experiment(
     )
     final = None
     for chunk in bar:
+        if final is not None and max_seconds is not None:
+            if time.perf_counter() - start >= max_seconds:
+                break
         first_iteration = int(carry.iteration)
         carry, metrics = run_chunk(carry)
         metrics = jax.device_get(metrics)
@@ -132,6 +147,13 @@ def run_experiment(
         "env_steps_per_second": env_steps * len(seeds) / max(wall_seconds - compile_seconds, 1e-9),
         "test_tasks": int(trainer.test_tasks.shape[0]),
     }
+    planned_steps = trainer.num_chunks * trainer.steps_per_chunk
+    if env_steps < planned_steps:
+        summary["stopped_at_time_limit"] = True
+        summary["planned_env_steps"] = planned_steps
+        summary["projected_seconds_full_run"] = compile_seconds + planned_steps * len(seeds) / max(
+            summary["env_steps_per_second"], 1e-9
+        )
     if trainer.test_task_names:
         summary["test_set"] = {
             "spec": config.eval.test_set,

@@ -31,6 +31,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--seeds", type=int, default=None, help="number of vmapped seeds")
     parser.add_argument("--out", default=None, help="run directory (default runs/<name>)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--max-minutes",
+        type=float,
+        default=None,
+        help="wall-clock budget, compile included: no evaluation chunk starts after it; "
+        "the summary then projects the full run's time",
+    )
     return parser.parse_args(argv)
 
 
@@ -40,6 +47,8 @@ def main(argv=None) -> int:
     from acl.train import Trainer, build_components
 
     try:
+        if args.max_minutes is not None and not args.max_minutes >= 0:
+            raise ConfigError(f"--max-minutes must be >= 0, got {args.max_minutes}")
         config = load_config(args.config, args.overrides, args.seeds, args.preset)
         trainer = Trainer(config, build_components(config))  # builds the test set too
     except ConfigError as err:
@@ -52,7 +61,13 @@ def main(argv=None) -> int:
     enable_compilation_cache()
     out = Path(args.out or Path("runs") / config.name)
     try:
-        summary = run_experiment(config, out, progress=not args.no_progress, trainer=trainer)
+        summary = run_experiment(
+            config,
+            out,
+            progress=not args.no_progress,
+            trainer=trainer,
+            max_seconds=None if args.max_minutes is None else 60 * args.max_minutes,
+        )
     except TrainingDiverged as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -77,6 +92,13 @@ def main(argv=None) -> int:
         "steps/s": f"{summary['env_steps_per_second']:,.0f}",
     }
     print(format_table([row], list(row)))
+    if summary.get("stopped_at_time_limit"):
+        hours = summary["projected_seconds_full_run"] / 3600
+        print(
+            f"stopped at the time limit: {summary['env_steps']:,} of "
+            f"{summary['planned_env_steps']:,} env steps per seed; the full run would take "
+            f"about {hours:,.1f} h at this speed"
+        )
     print(f"run directory: {out}")
     return 0
 

@@ -4,6 +4,12 @@ held-out mazes, beside the published solve rates.
     python -m experiments.ued_mazes --preset cpu [--methods dr plr ...] [--seeds N]
         [--set KEY=VALUE ...] [--out runs/ued_mazes] [--no-progress]
     python -m experiments.ued_mazes --table-only [--out runs/ued_mazes]
+    python -m experiments.ued_mazes --methods plr --max-minutes 8   # published scale, sampled
+
+`--max-minutes` gives each method a wall-clock budget (compile included): no evaluation
+starts after it, and the method's line reports the env steps reached, the steps/s and the
+projected time of the full run (30,000 updates, 245.76M env steps per seed): the GPU
+check of the published setting.
 
 Each method runs its own config, `experiments/configs/maze_<method>.yaml` (with the
 preset and `--set` overrides), into `<out>/<method>/`, a normal run directory
@@ -130,7 +136,21 @@ def run_method(method: str, args: argparse.Namespace, out: Path) -> None:
     config = load_config(config_path(method), args.overrides, args.seeds, args.preset)
     trainer = Trainer(config, build_components(config))
     print(f"== {method}: {config.num_seeds} seeds, {config.loop.total_env_steps:,} steps/seed")
-    run_experiment(config, out / method, progress=not args.no_progress, trainer=trainer)
+    max_seconds = None if args.max_minutes is None else 60 * args.max_minutes
+    summary = run_experiment(
+        config,
+        out / method,
+        progress=not args.no_progress,
+        trainer=trainer,
+        max_seconds=max_seconds,
+    )
+    if summary.get("stopped_at_time_limit"):
+        print(
+            f"{method}: stopped at the time limit after {summary['env_steps']:,} of "
+            f"{summary['planned_env_steps']:,} env steps per seed, "
+            f"{summary['env_steps_per_second']:,.0f} env steps/s; the full run would take "
+            f"about {summary['projected_seconds_full_run'] / 3600:,.1f} h"
+        )
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -142,7 +162,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--out", default="runs/ued_mazes")
     parser.add_argument("--table-only", action="store_true", help="only rebuild the table")
     parser.add_argument("--no-progress", action="store_true")
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--max-minutes",
+        type=float,
+        default=None,
+        help="wall-clock budget per method, compile included (e.g. a GPU's lent time at "
+        "published scale): no evaluation starts after it; the full run's time is projected",
+    )
+    args = parser.parse_args(argv)
+    if args.max_minutes is not None and not args.max_minutes >= 0:
+        parser.error(f"--max-minutes must be >= 0, got {args.max_minutes}")
+    return args
 
 
 def main(argv=None) -> int:

@@ -188,6 +188,23 @@ def test_metrics_land_in_the_run_directory(finished_run):
     assert per_task["blocked"]["solve_greedy_mean"] == 0.0
 
 
+def test_a_time_limit_stops_between_evaluations_and_projects_the_full_run(finished_run, tmp_path):
+    trainer, _, full = finished_run
+    assert "stopped_at_time_limit" not in full
+    out = tmp_path / "limited"
+    summary = run_experiment(trainer.config, out, progress=False, trainer=trainer, max_seconds=0)
+    # The first evaluation always runs; a spent budget starts no other.
+    assert len(pd.read_csv(out / "metrics.csv")) == len(summary["seeds"]) == 2
+    assert summary["stopped_at_time_limit"] is True
+    assert summary["env_steps"] == trainer.steps_per_chunk
+    assert summary["planned_env_steps"] == trainer.num_chunks * trainer.steps_per_chunk
+    steps = summary["planned_env_steps"] * len(summary["seeds"])
+    projected = summary["compile_seconds"] + steps / summary["env_steps_per_second"]
+    assert summary["projected_seconds_full_run"] == pytest.approx(projected)
+    with pytest.raises(ValueError, match="max_seconds must be >= 0"):
+        run_experiment(trainer.config, out, progress=False, trainer=trainer, max_seconds=-1)
+
+
 MAZE_CONFIGS = ("dr", "plr", "robust_plr", "accel", "paired")
 
 
