@@ -313,27 +313,6 @@ def test_view_is_minigrids_agent_view():
     assert image[4, 2].tolist() == [0, 1, 0]
 
 
-def test_sliced_view_matches_the_cell_by_cell_view():
-    # The observation slices a window of the padded grid and rotates it; `view_cells`
-    # gathers each view cell: every position and direction of a few levels, grid edges
-    # included, must agree.
-    env = Maze(height=7, width=9)
-    levels = jax.vmap(lambda k: env.sample_params(k, 20))(jax.random.split(jax.random.key(3), 3))
-    rows, cols, dirs = np.meshgrid(np.arange(7), np.arange(9), np.arange(4), indexing="ij")
-    pos = jnp.stack([rows.ravel(), cols.ravel()], -1)
-
-    def both(params):
-        def at(p, d):
-            _, _, wall, goal, _ = env.view_cells(p, d, params)
-            return env.view_codes(p, d, params), wall, goal
-
-        return jax.vmap(at)(pos, jnp.asarray(dirs.ravel()))
-
-    codes, wall, goal = jax.jit(jax.vmap(both))(levels)
-    np.testing.assert_array_equal(codes == 1, wall)
-    np.testing.assert_array_equal(codes == 2, goal & ~wall)
-
-
 def test_opaque_walls_hide_what_is_behind():
     text = """
 .............
