@@ -66,6 +66,19 @@ def _check_finite(metrics: ChunkMetrics, first_iteration: int, seeds: list[int])
             )
 
 
+def time_limit_line(summary: dict) -> str | None:
+    """One line on a run stopped by `max_seconds` (steps reached, steps/s, the projected
+    full-run time), or None for a run that finished."""
+    if not summary.get("stopped_at_time_limit"):
+        return None
+    return (
+        f"stopped at the time limit: {summary['env_steps']:,} of "
+        f"{summary['planned_env_steps']:,} env steps per seed, "
+        f"{summary['env_steps_per_second']:,.0f} env steps/s; the full run would take "
+        f"about {summary['projected_seconds_full_run'] / 3600:,.1f} h at this speed"
+    )
+
+
 def run_experiment(
     config: ExperimentConfig,
     out: str | Path,

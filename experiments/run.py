@@ -55,7 +55,7 @@ def main(argv=None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
 
-    from acl.experiment import TrainingDiverged, run_experiment
+    from acl.experiment import TrainingDiverged, run_experiment, time_limit_line
     from acl.results import enable_compilation_cache
 
     enable_compilation_cache()
@@ -92,13 +92,9 @@ def main(argv=None) -> int:
         "steps/s": f"{summary['env_steps_per_second']:,.0f}",
     }
     print(format_table([row], list(row)))
-    if summary.get("stopped_at_time_limit"):
-        hours = summary["projected_seconds_full_run"] / 3600
-        print(
-            f"stopped at the time limit: {summary['env_steps']:,} of "
-            f"{summary['planned_env_steps']:,} env steps per seed; the full run would take "
-            f"about {hours:,.1f} h at this speed"
-        )
+    line = time_limit_line(summary)
+    if line:
+        print(line)
     print(f"run directory: {out}")
     return 0
 

@@ -130,7 +130,7 @@ def plot(records: list[dict], path: Path) -> None:
 
 def run_method(method: str, args: argparse.Namespace, out: Path) -> None:
     from acl.config import load_config
-    from acl.experiment import run_experiment
+    from acl.experiment import run_experiment, time_limit_line
     from acl.train import Trainer, build_components
 
     config = load_config(config_path(method), args.overrides, args.seeds, args.preset)
@@ -144,13 +144,9 @@ def run_method(method: str, args: argparse.Namespace, out: Path) -> None:
         trainer=trainer,
         max_seconds=max_seconds,
     )
-    if summary.get("stopped_at_time_limit"):
-        print(
-            f"{method}: stopped at the time limit after {summary['env_steps']:,} of "
-            f"{summary['planned_env_steps']:,} env steps per seed, "
-            f"{summary['env_steps_per_second']:,.0f} env steps/s; the full run would take "
-            f"about {summary['projected_seconds_full_run'] / 3600:,.1f} h"
-        )
+    line = time_limit_line(summary)
+    if line:
+        print(f"{method}: {line}")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
