@@ -105,6 +105,39 @@ def table(records: list[dict]) -> str:
     return format_table(rows, list(rows[0]))
 
 
+def readme_table(records: list[dict]) -> str:
+    """The README's form: a markdown table with mazes as rows and methods as columns
+    (mean ± SE over seeds; * marks the published seven), then their mean beside the
+    published one, and the env steps per seed."""
+    mazes = records[0]["mazes"]
+    seven = set(records[0]["published_seven"])
+
+    def cell(values) -> str:
+        m, se = mean_se(values)
+        return f"{m:.2f} ± {se:.2f}"
+
+    def row(label: str, cells) -> str:
+        return f"| {label} | " + " | ".join(cells) + " |"
+
+    lines = [row("maze", [r["method"] for r in records]), "|---" * (len(records) + 1) + "|"]
+    for i, name in enumerate(mazes):
+        label = name + (" *" if name in seven else "")
+        lines.append(row(label, [cell(np.asarray(r["solve_sampled"])[:, i]) for r in records]))
+    lines.append(
+        row(
+            "**mean of the seven ***",
+            ["n/a" if r["mean_seven"] is None else f"**{cell(r['mean_seven'])}**" for r in records],
+        )
+    )
+    published = [
+        "n/a" if r["published_mean_seven"] is None else f"{r['published_mean_seven']:.2f}"
+        for r in records
+    ]
+    lines.append(row("published mean of the seven (250M steps, 10 seeds)", published))
+    lines.append(row("env steps per seed", [f"{r['env_steps']:,}" for r in records]))
+    return "\n".join(lines)
+
+
 def plot(records: list[dict], path: Path) -> None:
     """Per-maze sampled solve rate, one bar group per maze, mean ± SE over seeds."""
     import matplotlib
@@ -204,8 +237,10 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps({"results": records}, indent=1))
     (out / "table.md").write_text(text + "\n")
+    (out / "readme_table.md").write_text(readme_table(records) + "\n")
     plot(records, out / "solve_rates.png")
-    print(f"wrote {out / 'results.json'}, {out / 'table.md'}, {out / 'solve_rates.png'}")
+    written = ", ".join(str(out / f) for f in ("results.json", "table.md", "readme_table.md"))
+    print(f"wrote {written}, {out / 'solve_rates.png'}")
     return 0
 
 

@@ -48,6 +48,25 @@ def test_table_reads_the_final_evaluation_of_each_run(tmp_path):
     assert (out / "solve_rates.png").stat().st_size > 0
 
 
+def test_readme_table_is_the_results_as_markdown(tmp_path):
+    out = tmp_path / "runs"
+    shutil.copytree(FIXTURE, out)
+    assert ued_mazes.main(["--table-only", "--out", str(out)]) == 0
+    records = json.loads((out / "results.json").read_text())["results"]
+    lines = (out / "readme_table.md").read_text().splitlines()
+    assert lines[0] == "| maze | " + " | ".join(ued_mazes.METHODS) + " |"
+    assert len(lines) == 2 + len(EVALUATION) + 3
+    cells = [line.strip("|").split("|") for line in lines[2:]]
+    assert all(len(row) == 1 + len(records) for row in cells)
+    for j, r in enumerate(records):
+        rates = np.asarray(r["solve_sampled"])
+        for i, name in enumerate(EVALUATION):
+            assert cells[i][0].strip().rstrip(" *") == name
+            assert cells[i][1 + j].strip().startswith(f"{rates[:, i].mean():.2f} ± ")
+        mean = cells[len(EVALUATION)][1 + j].strip().strip("*")
+        assert mean.startswith(f"{np.mean(r['mean_seven']):.2f} ± ")
+
+
 def test_table_without_runs_fails_clearly(tmp_path, capsys):
     assert ued_mazes.main(["--table-only", "--out", str(tmp_path)]) == 1
     assert "no run with metrics" in capsys.readouterr().err
