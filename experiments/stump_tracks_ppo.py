@@ -405,7 +405,10 @@ def parse_args(argv=None) -> argparse.Namespace:
         "much wall time from the start of compilation; the final evaluation comes after",
     )
     parser.add_argument(
-        "--updates-per-call", type=int, default=None, help="updates per jitted call (default ~2.5%)"
+        "--updates-per-call",
+        type=int,
+        default=None,
+        help="updates per jitted call (default ~2.5%%)",
     )
     parser.add_argument("--final-eval-episodes", type=int, default=8, help="0 to skip")
     parser.add_argument("--out", default=DEFAULT_OUT)

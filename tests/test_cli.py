@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from contextlib import contextmanager
+from pathlib import Path
 
 import jax
 import matplotlib.image
@@ -165,3 +167,20 @@ def test_nan_stops_the_run_naming_the_iteration_and_keeps_metrics(tmp_path, caps
     assert "non-finite loss at iteration" in err and len(err.splitlines()) == 1
     assert (out / "metrics.csv").exists() and (out / "config.yaml").exists()
     assert not (out / "summary.json").exists()
+
+
+EXPERIMENT_SCRIPTS = sorted(
+    path.stem
+    for path in (Path(__file__).parents[1] / "experiments").glob("*.py")
+    if "__main__" in path.read_text()
+)
+
+
+@pytest.mark.parametrize("script", EXPERIMENT_SCRIPTS)
+def test_every_experiment_script_prints_its_help(script, capsys):
+    # argparse formats help strings lazily, so a stray "%" only fails on --help.
+    module = importlib.import_module(f"experiments.{script}")
+    with pytest.raises(SystemExit) as exited:
+        module.main(["--help"])
+    assert exited.value.code == 0
+    assert "usage:" in capsys.readouterr().out
