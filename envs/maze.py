@@ -126,6 +126,11 @@ class MazeState:
     """int32 in 0..3."""
     time: jax.Array
     """Steps taken in this episode."""
+    cells: jax.Array
+    """[H + 2(V - 1), W + 2(V - 1), 3] uint8: the level drawn in the observation's
+    one-hot channels (wall, empty, goal), inside a border of V - 1 walls; built at reset.
+    A step's view is one V x V window of it, turned to face up (as in JaxUED), instead of
+    V * V bounds-checked gathers and a one-hot encoding (see experiments/bench_maze.py)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -405,6 +410,7 @@ class Maze(TaskEnv):
         self.success_threshold = 0.0
         self.return_bounds = (0.0, 1.0)
         self._jit_cache: dict[str, Any] = {}
+        self._window_corner, self._window_turns = _view_windows(self.view_size)
 
     @property
     def task_dim(self) -> int:
@@ -559,12 +565,44 @@ class Maze(TaskEnv):
 
     def observation(self, agent_pos: jax.Array, agent_dir: jax.Array, params: MazeParams):
         """[V * V * 3 + 4] float32 observation of an agent at (agent_pos, agent_dir)."""
+        return self._observe(agent_pos, agent_dir, self.padded_cells(params))
+
+    def padded_cells(self, params: MazeParams) -> jax.Array:
+        """`MazeState.cells` of a level: [H + 2(V - 1), W + 2(V - 1), 3] uint8."""
+        border = self.view_size - 1
+        wall = jnp.pad(params.wall_map, border, constant_values=True)
+        goal = jnp.zeros(wall.shape, bool)
+        goal = goal.at[params.goal_pos[0] + border, params.goal_pos[1] + border].set(True)
+        return jnp.stack([wall, ~wall & ~goal, goal], axis=-1).astype(jnp.uint8)
+
+    def _observe(self, agent_pos: jax.Array, agent_dir: jax.Array, cells: jax.Array):
+        """The observation from `MazeState.cells`: the view's window, turned to face up.
+        Equal to the cell-by-cell `observation_from_view_cells` (tested)."""
+        size = self.view_size
+        corner = agent_pos + (size - 1) + jnp.asarray(self._window_corner)[agent_dir]
+        window = jax.lax.dynamic_slice(cells, (corner[0], corner[1], 0), (size, size, 3))
+        # uint8 storage (4x less memory to read at large batch), float arithmetic (XLA's CPU
+        # code is slower on bool and uint8 arrays).
+        window = window.astype(jnp.float32)
+        turned = [jnp.rot90(window, turns) for turns in self._window_turns]
+        image = jnp.select([agent_dir == d for d in range(3)], turned[:3], turned[3])
+        if not self.see_through_walls:
+            image = image * _visibility(image[..., 0] > 0.5)[..., None]
+        own = np.zeros((size, size, 1), bool)
+        own[size - 1, size // 2] = True
+        image = jnp.where(own, jnp.array([0.0, 1.0, 0.0]), image)  # shows empty, as in MiniGrid
+        direction = jax.nn.one_hot(agent_dir, 4, dtype=jnp.float32)
+        return jnp.concatenate([image.reshape(-1), direction])
+
+    def observation_from_view_cells(self, agent_pos, agent_dir, params: MazeParams):
+        """`observation` computed cell by cell from `view_cells`: the reference that the
+        windowed fast path is tested against."""
         _, _, wall, goal, visible = self.view_cells(agent_pos, agent_dir, params)
         size = self.view_size
-        own = jnp.zeros((size, size), bool).at[size - 1, size // 2].set(True)
+        own = np.zeros((size, size), bool)
+        own[size - 1, size // 2] = True
         wall, goal = wall & ~own, goal & ~own  # the agent's cell shows empty, as in MiniGrid
-        empty = ~wall & ~goal
-        image = jnp.stack([wall, empty, goal], axis=-1) & visible[..., None]
+        image = jnp.stack([wall, ~wall & ~goal, goal], axis=-1) & visible[..., None]
         direction = jax.nn.one_hot(agent_dir, 4, dtype=jnp.float32)
         return jnp.concatenate([image.astype(jnp.float32).reshape(-1), direction])
 
@@ -574,29 +612,28 @@ class Maze(TaskEnv):
             agent_pos=jnp.asarray(params.agent_pos, jnp.int32),
             agent_dir=jnp.asarray(params.agent_dir, jnp.int32),
             time=jnp.int32(0),
+            cells=self.padded_cells(params),
         )
-        return self.observation(state.agent_pos, state.agent_dir, params), state
+        return self._observe(state.agent_pos, state.agent_dir, state.cells), state
 
     def step(self, key: jax.Array, state: MazeState, action: jax.Array, params: MazeParams):
         """`action`: 0 turn left, 1 turn right, 2 forward; other values are no-ops."""
-        del key
+        del key, params  # the level is in state.cells
         action = jnp.asarray(action, jnp.int32)
         turn = jnp.where(action == LEFT, 3, jnp.where(action == RIGHT, 1, 0))
         agent_dir = (state.agent_dir + turn) % 4
         front = state.agent_pos + jnp.asarray(DIR_TO_DELTA)[state.agent_dir]
-        inside = (front[0] >= 0) & (front[0] < self.height) & (front[1] >= 0)
-        inside &= front[1] < self.width
-        row = jnp.clip(front[0], 0, self.height - 1)
-        col = jnp.clip(front[1], 0, self.width - 1)
-        moves = (action == FORWARD) & inside & ~params.wall_map[row, col]
+        pad = self.view_size - 1
+        front_cell = state.cells[front[0] + pad, front[1] + pad]  # the border is wall
+        moves = (action == FORWARD) & (front_cell[0] == 0)
         agent_pos = jnp.where(moves, front, state.agent_pos).astype(jnp.int32)
         time = state.time + 1
-        reached = moves & jnp.all(front == params.goal_pos)
+        reached = moves & (front_cell[2] == 1)
         reward = jnp.where(reached, 1.0 - 0.9 * (time / self.max_episode_steps), 0.0)
         terminated = reached
         truncated = (time >= self.max_episode_steps) & ~terminated
-        state = MazeState(agent_pos=agent_pos, agent_dir=agent_dir, time=time)
-        obs = self.observation(agent_pos, agent_dir, params)
+        state = state.replace(agent_pos=agent_pos, agent_dir=agent_dir, time=time)
+        obs = self._observe(agent_pos, agent_dir, state.cells)
         return obs, state, reward.astype(jnp.float32), terminated, truncated, {"reached": reached}
 
     # -- rendering ----------------------------------------------------------------------
@@ -636,11 +673,7 @@ class Maze(TaskEnv):
 
     def render_level(self, params: MazeParams, cell_pixels: int = 16) -> np.ndarray:
         """The level at its start (no view highlight)."""
-        state = MazeState(
-            agent_pos=np.asarray(params.agent_pos),
-            agent_dir=np.asarray(params.agent_dir),
-            time=np.int32(0),
-        )
+        _, state = self._jitted("reset", self.reset)(jax.random.PRNGKey(0), params)
         return self.render(state, params, cell_pixels, show_view=False)
 
     def episode_frames(
@@ -674,6 +707,26 @@ class Maze(TaskEnv):
 
 MAX_OPAQUE_VIEW = 7
 """Largest view_size with see_through_walls=False (its row table has 4^V rows)."""
+
+
+def _view_windows(size: int) -> tuple[np.ndarray, tuple[int, ...]]:
+    """For each direction: the top-left corner of the V x V window the agent sees,
+    relative to the agent's cell ([4, 2] int32), and the quarter turns (`np.rot90`) that
+    put the window in the view's layout (`view_cells`: facing up, row 0 the farthest)."""
+    half = size // 2
+    steps_ahead = (size - 1 - np.arange(size))[:, None]
+    steps_right = (np.arange(size) - half)[None, :]
+    corners, turns = [], []
+    for direction in range(4):
+        ahead, right = DIR_TO_DELTA[direction], DIR_TO_DELTA[(direction + 1) % 4]
+        rows = ahead[0] * steps_ahead + right[0] * steps_right
+        cols = ahead[1] * steps_ahead + right[1] * steps_right
+        corner = (rows.min(), cols.min())
+        window_index = (rows - corner[0]) * size + (cols - corner[1])
+        grid = np.arange(size * size).reshape(size, size)
+        turns.append(next(k for k in range(4) if np.array_equal(np.rot90(grid, k), window_index)))
+        corners.append(corner)
+    return np.asarray(corners, np.int32), tuple(turns)
 
 
 @functools.cache
