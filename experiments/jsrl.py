@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,7 +32,14 @@ import numpy as np
 from acl.config import ComponentConfig, ExperimentConfig, parse_config
 from acl.errors import ConfigError
 from acl.results import format_table, mean_se
-from experiments.comparison import comparison_main, comparison_parser
+from experiments.comparison import (
+    CurvePanel,
+    comparison_main,
+    comparison_parser,
+    fixed_task_chunk,
+    plot_curves,
+    run_chunks,
+)
 
 METHODS = ("jsrl", "jsrl_random", "scratch")
 DEFAULT_CONFIG = Path(__file__).parent / "configs" / "jsrl_goal_maze.yaml"
@@ -98,39 +104,14 @@ def make_trainer(config: JSRLExperimentConfig, method: str):
     return Trainer(base, components), task, distance
 
 
-def chunk_fn(trainer, task: np.ndarray, episodes: int):
-    """jit(vmap(chunk)) over seeds: `iterations_per_chunk` iterations, then the learner
-    alone from the task (greedy: one episode; sampled: `episodes` episodes)."""
-    import jax
+def guide_metrics(env, stats: dict, snapshot: dict) -> dict:
+    """The jsrl teacher's h and stage, per seed (0 for `scratch`'s fixed teacher)."""
     import jax.numpy as jnp
 
-    from acl.evaluation import run_episodes
-
-    env, agent = trainer.env, trainer.agent
-    greedy_tasks = np.asarray(task)[None]
-    sampled_tasks = np.repeat(np.asarray(task)[None], episodes, axis=0)
-
-    def chunk(carry):
-        carry, stats = trainer.run_iterations(carry, trainer.iterations_per_chunk)
-        state = carry.seed.agent_state
-        key = jax.random.PRNGKey(trainer.config.eval.seed)
-        greedy = run_episodes(env, agent, state, jnp.asarray(greedy_tasks), key, True)
-        sampled = run_episodes(env, agent, state, jnp.asarray(sampled_tasks), key, False)
-        episodes_done = jnp.maximum(stats["episodes"].sum(), 1)
-        snapshot = trainer.teacher.snapshot(carry.seed.teacher_state)
-        metrics = {
-            "greedy_success": env.is_success(greedy).mean(),
-            "sampled_success": env.is_success(sampled).mean(),
-            "sampled_return": sampled.mean(),
-            "train_success": stats["success_sum"].sum() / episodes_done,
-            "train_return": stats["return_sum"].sum() / episodes_done,
-            "guide_steps": snapshot.get("guide_steps", jnp.zeros(())).astype(jnp.float32),
-            "stage": snapshot.get("stage", jnp.zeros((), jnp.int32)).astype(jnp.float32),
-        }
-        return carry, metrics
-
-    axes = trainer.carry_axes
-    return jax.jit(jax.vmap(chunk, in_axes=(axes,), out_axes=(axes, 0)))
+    return {
+        "guide_steps": snapshot.get("guide_steps", jnp.zeros(())).astype(jnp.float32),
+        "stage": snapshot.get("stage", jnp.zeros((), jnp.int32)).astype(jnp.float32),
+    }
 
 
 CURVES = (
@@ -145,44 +126,24 @@ CURVES = (
 
 
 def run_method(config: JSRLExperimentConfig, method: str, progress: bool) -> dict:
-    import jax
-    from tqdm.auto import tqdm
-
     trainer, task, distance = make_trainer(config, method)
-    init = trainer.jit_init_seeds()
-    chunk = chunk_fn(trainer, task, config.eval_episodes)
-    t0 = time.perf_counter()
-    carry = init(trainer.seed_keys())
-    compiled = chunk.lower(carry).compile()
-    compile_s = time.perf_counter() - t0
-    curves = {name: [] for name in CURVES}
-    steps = []
-    t1 = time.perf_counter()
-    bar = tqdm(range(trainer.num_chunks), desc=method, unit="eval", disable=not progress)
-    for i in bar:
-        carry, metrics = compiled(carry)
-        metrics = jax.device_get(metrics)
-        for name in CURVES:
-            curves[name].append(np.asarray(metrics[name], np.float64))
-        steps.append((i + 1) * trainer.steps_per_chunk)
-        bar.set_postfix(
-            sampled=f"{curves['sampled_success'][-1].mean():.2f}",
-            h=f"{curves['guide_steps'][-1].mean():.1f}",
-        )
-    wall = time.perf_counter() - t1
-    total_steps = trainer.steps_per_chunk * trainer.num_chunks * trainer.config.num_seeds
-    out = {k: np.stack(v, axis=1).tolist() for k, v in curves.items()}  # [S, chunks]
-    return {
-        "method": method,
-        "env_steps": steps,
-        "task": task.tolist(),
-        "task_distance": distance,
-        "guide_horizon": getattr(trainer.teacher, "guide_horizon", 0),
-        "compile_seconds": compile_s,
-        "wall_seconds": wall,
-        "env_steps_per_second": total_steps / wall,
-        **out,
-    }
+    run = run_chunks(
+        trainer,
+        fixed_task_chunk(trainer, task, config.eval_episodes, guide_metrics),
+        method,
+        progress,
+        record=lambda metrics: {name: metrics[name] for name in CURVES},
+        postfix=lambda values: {
+            "sampled": f"{values['sampled_success'].mean():.2f}",
+            "h": f"{values['guide_steps'].mean():.1f}",
+        },
+    )
+    return run.result(
+        method,
+        task=task.tolist(),
+        task_distance=distance,
+        guide_horizon=getattr(trainer.teacher, "guide_horizon", 0),
+    )
 
 
 def _versus(values: np.ndarray, reference: np.ndarray | None) -> str:
@@ -229,31 +190,15 @@ def table(results: list[dict]) -> str:
     return format_table(rows, list(rows[0]))
 
 
+PANELS = (
+    CurvePanel("sampled_success", "learner-alone success from S", (-0.02, 1.02)),
+    CurvePanel("sampled_return", "learner-alone return from S (sampled)"),
+    CurvePanel("guide_steps", "guide horizon h (mean handed out)"),
+)
+
+
 def plot(results: list[dict], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 3, figsize=(14, 3.6))
-    panels = ("sampled_success", "sampled_return", "guide_steps")
-    for r in results:
-        steps = np.asarray(r["env_steps"])
-        for ax, name in zip(axes, panels):
-            curve = np.asarray(r[name])
-            mean = curve.mean(0)
-            se = curve.std(0, ddof=1) / np.sqrt(len(curve)) if len(curve) > 1 else 0 * mean
-            ax.plot(steps, mean, label=r["method"])
-            ax.fill_between(steps, mean - se, mean + se, alpha=0.2)
-    axes[0].set(
-        xlabel="env steps / seed", ylabel="learner-alone success from S", ylim=(-0.02, 1.02)
-    )
-    axes[1].set(xlabel="env steps / seed", ylabel="learner-alone return from S (sampled)")
-    axes[2].set(xlabel="env steps / seed", ylabel="guide horizon h (mean handed out)")
-    axes[0].legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    plot_curves(results, PANELS, (14, 3.6), path)
 
 
 def parse_args(argv=None) -> argparse.Namespace:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +27,14 @@ import numpy as np
 from acl.config import ComponentConfig, ExperimentConfig, parse_config
 from acl.errors import ConfigError
 from acl.results import format_table, mean_se
-from experiments.comparison import comparison_main, comparison_parser
+from experiments.comparison import (
+    CurvePanel,
+    comparison_main,
+    comparison_parser,
+    fixed_task_chunk,
+    plot_curves,
+    run_chunks,
+)
 
 METHODS = ("reverse", "uniform_start", "fixed")
 DEFAULT_CONFIG = Path(__file__).parent / "configs" / "reverse_curriculum.yaml"
@@ -112,89 +118,58 @@ def good_start_map(env, snapshot: dict):
     return counts.at[cells[:, 0], cells[:, 1]].add(filled.astype(jnp.int32))
 
 
-def chunk_fn(trainer, task: np.ndarray, episodes: int):
-    """jit(vmap(chunk)) over seeds: `iterations_per_chunk` iterations, then success from
-    the hard task (greedy: one episode; sampled: `episodes` episodes)."""
-    import jax
+def start_metrics(env, stats: dict, snapshot: dict) -> dict:
+    """Per seed: the tasks handed out in the chunk [n, 4], the teacher's scalars (the
+    reverse teacher's rounds, good starts at the last labelling...) and, for the reverse
+    teacher, its good starts per cell [H, W]."""
     import jax.numpy as jnp
 
-    from acl.evaluation import run_episodes
-
-    env, agent = trainer.env, trainer.agent
-    greedy_tasks = np.asarray(task)[None]
-    sampled_tasks = np.repeat(np.asarray(task)[None], episodes, axis=0)
-
-    def chunk(carry):
-        carry, stats = trainer.run_iterations(carry, trainer.iterations_per_chunk)
-        state = carry.seed.agent_state
-        key = jax.random.PRNGKey(trainer.config.eval.seed)
-        greedy = run_episodes(env, agent, state, jnp.asarray(greedy_tasks), key, True)
-        sampled = run_episodes(env, agent, state, jnp.asarray(sampled_tasks), key, False)
-        episodes_done = jnp.maximum(stats["episodes"].sum(), 1)
-        snapshot = trainer.teacher.snapshot(carry.seed.teacher_state)
-        metrics = {
-            "greedy_success": env.is_success(greedy).mean(),
-            "sampled_success": env.is_success(sampled).mean(),
-            "train_success": stats["success_sum"].sum() / episodes_done,
-            "tasks": stats["tasks"].reshape(-1, stats["tasks"].shape[-1]),
-            # The reverse teacher's scalars (rounds, good starts at the last labelling...).
-            "teacher": {k: v for k, v in snapshot.items() if jnp.ndim(v) == 0},
-        }
-        if "buffer" in snapshot:
-            metrics["good_starts"] = good_start_map(env, snapshot)
-        return carry, metrics
-
-    axes = trainer.carry_axes
-    return jax.jit(jax.vmap(chunk, in_axes=(axes,), out_axes=(axes, 0)))
+    metrics = {
+        "tasks": stats["tasks"].reshape(-1, stats["tasks"].shape[-1]),
+        "teacher": {k: v for k, v in snapshot.items() if jnp.ndim(v) == 0},
+    }
+    if "buffer" in snapshot:
+        metrics["good_starts"] = good_start_map(env, snapshot)
+    return metrics
 
 
 def run_method(config: ReverseCurriculumConfig, method: str, progress: bool) -> dict:
     import jax
-    from tqdm.auto import tqdm
 
     trainer, env, task, distance = make_trainer(config, method)
     goal = np.asarray(env.default_params().goal)
-    init = trainer.jit_init_seeds()
-    chunk = chunk_fn(trainer, task, config.eval_episodes)
-    t0 = time.perf_counter()
-    carry = init(trainer.seed_keys())
-    compiled = chunk.lower(carry).compile()
-    compile_s = time.perf_counter() - t0
-    curves = {k: [] for k in ("greedy_success", "sampled_success", "train_success", "reach")}
-    steps, good_starts = [], []
-    t1 = time.perf_counter()
-    bar = tqdm(range(trainer.num_chunks), desc=method, unit="eval", disable=not progress)
-    for i in bar:
-        carry, metrics = compiled(carry)
-        metrics = jax.device_get(metrics)
-        for name in ("greedy_success", "sampled_success", "train_success"):
-            curves[name].append(np.asarray(metrics[name], np.float64))
+    good_starts: list[np.ndarray] = []  # [S, H, W] per evaluation (reverse only)
+
+    def record(metrics: dict) -> dict[str, np.ndarray]:
         tasks = np.asarray(metrics["tasks"])  # [S, n, 4]
         cells = np.asarray(env.coords_to_cell(jax.numpy.asarray(tasks[..., :2])))
         reach = env.shortest_path_distance(cells, np.broadcast_to(goal, cells.shape))
-        curves["reach"].append(reach.mean(axis=-1).astype(np.float64))
-        for name, value in metrics["teacher"].items():
-            curves.setdefault(f"teacher_{name}", []).append(np.asarray(value, np.float64))
         if "good_starts" in metrics:
             good_starts.append(np.asarray(metrics["good_starts"]))
-        steps.append((i + 1) * trainer.steps_per_chunk)
-        bar.set_postfix(sampled=f"{curves['sampled_success'][-1].mean():.2f}")
-    wall = time.perf_counter() - t1
-    total_steps = trainer.steps_per_chunk * trainer.num_chunks * trainer.config.num_seeds
-    out = {k: np.stack(v, axis=1).tolist() for k, v in curves.items()}  # [S, chunks]
-    return {
-        "method": method,
-        "env_steps": steps,
-        "hard_task": task.tolist(),
-        "hard_distance": distance,
+        return {
+            "greedy_success": metrics["greedy_success"],
+            "sampled_success": metrics["sampled_success"],
+            "train_success": metrics["train_success"],
+            "reach": reach.mean(axis=-1),
+            **{f"teacher_{name}": value for name, value in metrics["teacher"].items()},
+        }
+
+    run = run_chunks(
+        trainer,
+        fixed_task_chunk(trainer, task, config.eval_episodes, start_metrics),
+        method,
+        progress,
+        record,
+        postfix=lambda values: {"sampled": f"{values['sampled_success'].mean():.2f}"},
+    )
+    return run.result(
+        method,
+        hard_task=task.tolist(),
+        hard_distance=distance,
         # The teacher snapshot of every evaluation: good starts per cell, [chunks, S, H, W]
         # (reverse only; None for the baselines).
-        "good_starts": np.stack(good_starts).tolist() if good_starts else None,
-        "compile_seconds": compile_s,
-        "wall_seconds": wall,
-        "env_steps_per_second": total_steps / wall,
-        **out,
-    }
+        good_starts=np.stack(good_starts).tolist() if good_starts else None,
+    )
 
 
 def steps_to(curve: np.ndarray, steps: list[int], level: float) -> str:
@@ -228,27 +203,14 @@ def table(results: list[dict]) -> str:
     return format_table(rows, list(rows[0]))
 
 
+PANELS = (
+    CurvePanel("sampled_success", "success from the hard start", (-0.02, 1.02)),
+    CurvePanel("reach", "mean BFS distance of starts handed out"),
+)
+
+
 def plot(results: list[dict], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    for r in results:
-        steps = np.asarray(r["env_steps"])
-        for ax, name in zip(axes, ("sampled_success", "reach")):
-            curve = np.asarray(r[name])
-            mean = curve.mean(0)
-            se = curve.std(0, ddof=1) / np.sqrt(len(curve)) if len(curve) > 1 else 0 * mean
-            ax.plot(steps, mean, label=r["method"])
-            ax.fill_between(steps, mean - se, mean + se, alpha=0.2)
-    axes[0].set(xlabel="env steps / seed", ylabel="success from the hard start", ylim=(-0.02, 1.02))
-    axes[1].set(xlabel="env steps / seed", ylabel="mean BFS distance of starts handed out")
-    axes[0].legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    plot_curves(results, PANELS, (10, 3.6), path)
 
 
 def parse_args(argv=None) -> argparse.Namespace:

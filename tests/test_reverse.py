@@ -428,6 +428,42 @@ def test_experiment_config_builds_every_method_without_compiling():
         parse({"base": {"env": "cartpole"}})
 
 
+@pytest.mark.slow  # compiles two methods' chunks: 20-40 s on 2 cores
+def test_experiment_writes_curves_and_good_starts_per_evaluation(tmp_path):
+    """The script end to end on a tiny budget: every curve is [S, evaluations] and the
+    reverse teacher's good starts are kept per evaluation (None for a baseline)."""
+    import json
+
+    from experiments.reverse_curriculum import main
+
+    argv = ["--methods", "reverse", "fixed", "--seeds", "2", "--out", str(tmp_path)]
+    argv += ["--set", "base.loop.total_env_steps=2048", "--set", "base.loop.eval_every=1024"]
+    assert main([*argv, "--no-progress"]) == 0
+    results = json.loads((tmp_path / "results.json").read_text())["results"]
+    reverse, fixed = results
+    assert list(reverse)[:8] == [
+        "method",
+        "env_steps",
+        "hard_task",
+        "hard_distance",
+        "good_starts",
+        "compile_seconds",
+        "wall_seconds",
+        "env_steps_per_second",
+    ]
+    assert reverse["env_steps"] == [1024, 2048]
+    for name in ("greedy_success", "sampled_success", "train_success", "reach"):
+        assert np.asarray(reverse[name]).shape == (2, 2), name
+    # Good starts per cell, [evaluations, S, H, W]: as many as the buffer holds.
+    good_starts = np.asarray(reverse["good_starts"])
+    assert good_starts.shape[:2] == (2, 2)
+    np.testing.assert_array_equal(
+        good_starts.sum(axis=(2, 3)), np.asarray(reverse["teacher_buffer_count"]).T
+    )
+    assert fixed["good_starts"] is None
+    np.testing.assert_array_equal(fixed["reach"], 14.0)  # always the hard start
+
+
 @pytest.mark.parametrize("name", ["reverse", "uniform_start"])
 def test_the_loop_hands_start_curricula_their_env(name):
     from acl.train import build_components
