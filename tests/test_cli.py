@@ -17,6 +17,7 @@ import yaml
 # The CLI imports the library lazily; importing it here keeps gymnax's import-time
 # constants (it builds jnp arrays at import) out of the compile counts below.
 import acl.train  # noqa: F401
+from acl.config import load_config
 from acl.results import SUMMARY_KEYS
 from experiments import evaluate as evaluate_cli
 from experiments import run as run_cli
@@ -184,3 +185,21 @@ def test_every_experiment_script_prints_its_help(script, capsys):
         module.main(["--help"])
     assert exited.value.code == 0
     assert "usage:" in capsys.readouterr().out
+
+
+RUN_CONFIGS = sorted(
+    path
+    for path in (Path(__file__).parents[1] / "experiments" / "configs").glob("*.yaml")
+    # Benchmark suites (`suite:`) and method comparisons (`base:`) have their own schemas,
+    # checked by their scripts' tests.
+    if not {"suite", "base"} & set(yaml.safe_load(path.read_text()))
+)
+
+
+@pytest.mark.parametrize("path", RUN_CONFIGS, ids=lambda path: path.stem)
+def test_every_run_config_builds_its_trainer(path):
+    from acl.train import Trainer
+
+    config = load_config(path)
+    trainer = Trainer(config)
+    assert trainer.config.name == path.stem
