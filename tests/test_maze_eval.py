@@ -218,8 +218,23 @@ def test_maze_configs_build_with_and_without_the_cpu_preset(method):
     assert full.eval.test_set == "maze_held_out" and full.eval.sampled_attempts == 10
     assert cpu.name == f"maze_{method}_cpu" and cpu.num_seeds == 3
     assert cpu.loop.total_env_steps < full.loop.total_env_steps
-    # the preset changes the budget only
-    same = dataclasses.replace(cpu, name=full.name, num_seeds=full.num_seeds, loop=full.loop)
+    # The preset changes the budget, and the level buffer of the replay teachers with it:
+    # each reaches its minimum fill (new levels only until then) in the first tenth of
+    # its updates.
+    kwargs = dict(cpu.teacher.kwargs)
+    for config in (full, cpu):
+        if "capacity" in config.teacher.kwargs:
+            teacher = config.teacher.kwargs
+            updates = config.loop.total_env_steps // (config.loop.num_envs * config.loop.num_steps)
+            updates_to_fill = (
+                teacher["capacity"] * teacher["minimum_fill_ratio"] / config.loop.num_envs
+            )
+            assert updates_to_fill <= 0.1 * updates
+            kwargs["capacity"] = full.teacher.kwargs["capacity"]
+    teacher = dataclasses.replace(cpu.teacher, kwargs=kwargs)
+    same = dataclasses.replace(
+        cpu, name=full.name, num_seeds=full.num_seeds, loop=full.loop, teacher=teacher
+    )
     assert same == full
     build_components(cpu)
 
