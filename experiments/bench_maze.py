@@ -3,7 +3,7 @@
     python -m experiments.bench_maze [--num-envs 1 256 4096] [--repeats 5]
         [--env-steps-per-run 4194304] [--walls 25] [--teachers dr plr]
         [--train-iterations 2] [--train-seeds 1] [--train-preset NAME] [--train-set K=V]
-        [--no-train | --no-raw] [--no-obs] [--quick] [--out runs/bench_maze.json]
+        [--train-warmup N] [--no-train | --no-raw] [--no-obs] [--quick] [--out runs/bench_maze.json]
 
 Raw env: for each batch size N, N levels of `--walls` walls (our `sample_level`, the
 same levels for both envs, converted to JaxUED's (x, y) `Level`) are stepped by one jitted
@@ -19,13 +19,17 @@ Only JaxUED's env module is imported: its `level_sampler` uses the removed `jax.
 Training: env steps/s of the curriculum loop's iterations (teacher, rollout, agent update;
 no evaluation) of experiments/configs/maze_<teacher>.yaml (`--train-preset` applies a
 preset of those files), vmapped over `--train-seeds`, best of 2 timed calls after
-compiling (acl.benchmark.timing.training_throughput). Teacher overhead of each teacher
+compiling (acl.benchmark.timing.training_throughput). Before timing, every teacher runs
+`--train-warmup` untimed iterations, by default as many as PLR's buffer needs to reach
+its minimum fill, so the timed iterations replay levels (before that PLR hands out new
+levels only, and its overhead would be understated). Teacher overhead of each teacher
 against the first (dr): 1 - (its steps/s / DR's steps/s).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -45,7 +49,13 @@ FULL = {
     "env_steps_per_run": 1 << 22,  # runs of ~0.5 s at 4,096 envs: shorter ones are noisy
     "train_iterations": 2,
 }
-QUICK = {"num_envs": [1, 8], "repeats": 2, "env_steps_per_run": 256, "train_iterations": 1}
+QUICK = {
+    "num_envs": [1, 8],
+    "repeats": 2,
+    "env_steps_per_run": 256,
+    "train_iterations": 1,
+    "train_warmup": 0,
+}
 MIN_STEPS, MAX_STEPS = 32, 4096
 """Bounds on the steps of one run (--env-steps-per-run / num_envs)."""
 
@@ -184,18 +194,38 @@ def training_config(teacher: str, preset: str | None, seeds: int, overrides: lis
     return load_config(path, overrides, seeds, preset)
 
 
+def iterations_to_minimum_fill(trainer) -> int:
+    """Loop iterations before a replay teacher's buffer reaches its minimum fill (it hands
+    out new levels only until then); 0 for a teacher without a buffer."""
+    teacher = trainer.teacher
+    if not hasattr(teacher, "capacity"):
+        return 0
+    levels = teacher.capacity * teacher.minimum_fill_ratio
+    return math.ceil(levels / trainer.config.loop.num_envs)
+
+
 def bench_training(
-    teachers: list[str], iterations: int, seeds: int, preset: str | None, overrides: list[str]
+    teachers: list[str],
+    iterations: int,
+    seeds: int,
+    preset: str | None,
+    overrides: list[str],
+    warmup: int | None = None,
 ) -> list[dict]:
-    """Loop iterations' steps/s per teacher; `overhead` against the first teacher."""
+    """Loop iterations' steps/s per teacher; `overhead` against the first teacher. Every
+    teacher first runs `warmup` untimed iterations; None: enough for every replay buffer
+    to reach its minimum fill, so the timed iterations replay."""
     from acl.benchmark.timing import training_throughput
     from acl.train import Trainer
 
+    trainers = [Trainer(training_config(t, preset, seeds, overrides)) for t in teachers]
+    if warmup is None:
+        warmup = max(iterations_to_minimum_fill(trainer) for trainer in trainers)
     results = []
-    for teacher in teachers:
-        config = training_config(teacher, preset, seeds, overrides)
+    for trainer in trainers:
+        config = trainer.config
         print(f"# training: {config.name} ({config.teacher.name}, {config.agent.name}) ...")
-        timing = training_throughput(Trainer(config), iterations, repeats=2)
+        timing = training_throughput(trainer, iterations, repeats=2, warmup_iterations=warmup)
         results.append(
             {
                 "teacher": config.teacher.name,
@@ -220,6 +250,7 @@ def training_row(result: dict) -> dict:
         "envs x steps x seeds": f"{result['num_envs']} x {result['num_steps']} x {result['seeds']}",
         "train steps/s": f"{result['steps_per_second']:,.0f}",
         "overhead vs first": f"{result['overhead']:.3f}",
+        "untimed warm-up iterations": result["warmup_iterations"],
         "compile s": f"{result['compile_seconds']:.1f}",
     }
 
@@ -233,6 +264,12 @@ def parse_args(argv) -> argparse.Namespace:
     parser.add_argument("--teachers", nargs="+", default=["dr", "plr"])
     parser.add_argument("--train-iterations", type=int, default=None)
     parser.add_argument("--train-seeds", type=int, default=1)
+    parser.add_argument(
+        "--train-warmup",
+        type=int,
+        default=None,
+        help="untimed iterations first (default: until replay buffers reach their minimum fill)",
+    )
     parser.add_argument("--train-preset", default=None, help="preset of the maze configs")
     parser.add_argument(
         "--train-set", action="append", default=[], metavar="K=V", help="config override"
@@ -274,6 +311,7 @@ def main(argv=None) -> int:
             args.train_seeds,
             args.train_preset,
             args.train_set,
+            args.train_warmup,
         )
     raw_rows, training_rows = [raw_row(r) for r in results], [training_row(r) for r in training]
     if raw_rows and training_rows:  # `report` prints the first table

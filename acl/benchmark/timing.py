@@ -66,9 +66,13 @@ def random_action_throughput(env, params, steps: int, timer=time_call) -> dict:
     }
 
 
-def training_throughput(trainer: Trainer, iterations: int, repeats: int = 3) -> dict:
+def training_throughput(
+    trainer: Trainer, iterations: int, repeats: int = 3, warmup_iterations: int = 0
+) -> dict:
     """Env steps/s of `iterations` loop iterations (teacher, rollout, update), all seeds
-    vmapped, without evaluation. Compile time is measured apart."""
+    vmapped, without evaluation. Compile time is measured apart. `warmup_iterations`
+    (rounded up to whole calls of `iterations`) run untimed first, so that the timed ones
+    see a teacher past its start-up (a replay buffer at its minimum fill, say)."""
 
     def train_iterations(seed_carry, first_iteration):
         steps = first_iteration + jnp.arange(iterations, dtype=jnp.int32)
@@ -80,9 +84,14 @@ def training_throughput(trainer: Trainer, iterations: int, repeats: int = 3) -> 
     start = time.perf_counter()
     run = jax.jit(jax.vmap(train_iterations, in_axes=(0, None))).lower(carry.seed, first).compile()
     compile_seconds = time.perf_counter() - start
-    seconds = time_call(run, carry.seed, first, repeats=repeats)
+    seed_carry, done = carry.seed, 0
+    while done < warmup_iterations:
+        seed_carry = run(seed_carry, jnp.int32(done))
+        done += iterations
+    seconds = time_call(run, seed_carry, jnp.int32(done), repeats=repeats)
     steps = trainer.config.num_seeds * iterations * trainer.steps_per_iteration
     return {
+        "warmup_iterations": done,
         "compile_seconds": compile_seconds,
         "seconds": seconds,
         "env_steps": steps,
