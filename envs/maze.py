@@ -544,13 +544,10 @@ class Maze(TaskEnv):
     def view_cells(self, agent_pos: jax.Array, agent_dir: jax.Array, params: MazeParams):
         """The agent's view: world (rows, cols) [V, V] int32 of each view cell, and its
         wall, goal and visible masks [V, V] bool (module docstring's convention)."""
-        size, half = self.view_size, self.view_size // 2
-        deltas = jnp.asarray(DIR_TO_DELTA)
-        ahead, right = deltas[agent_dir], deltas[(agent_dir + 1) % 4]
-        steps_ahead = (size - 1 - jnp.arange(size))[:, None]  # view row r is V-1-r ahead
-        steps_right = (jnp.arange(size) - half)[None, :]
-        rows = agent_pos[0] + ahead[0] * steps_ahead + right[0] * steps_right
-        cols = agent_pos[1] + ahead[1] * steps_ahead + right[1] * steps_right
+        size = self.view_size
+        row_offsets, col_offsets = _view_offsets(size)
+        rows = agent_pos[0] + jnp.asarray(row_offsets)[agent_dir]
+        cols = agent_pos[1] + jnp.asarray(col_offsets)[agent_dir]
         inside = (rows >= 0) & (rows < self.height) & (cols >= 0) & (cols < self.width)
         wall_here = params.wall_map[
             jnp.clip(rows, 0, self.height - 1), jnp.clip(cols, 0, self.width - 1)
@@ -588,8 +585,7 @@ class Maze(TaskEnv):
         image = jnp.select([agent_dir == d for d in range(3)], turned[:3], turned[3])
         if not self.see_through_walls:
             image = image * _visibility(image[..., 0] > 0.5)[..., None]
-        own = np.zeros((size, size, 1), bool)
-        own[size - 1, size // 2] = True
+        own = _own_cell(size)[..., None]
         image = jnp.where(own, jnp.array([0.0, 1.0, 0.0]), image)  # shows empty, as in MiniGrid
         direction = jax.nn.one_hot(agent_dir, 4, dtype=jnp.float32)
         return jnp.concatenate([image.reshape(-1), direction])
@@ -598,9 +594,7 @@ class Maze(TaskEnv):
         """`observation` computed cell by cell from `view_cells`: the reference that the
         windowed fast path is tested against."""
         _, _, wall, goal, visible = self.view_cells(agent_pos, agent_dir, params)
-        size = self.view_size
-        own = np.zeros((size, size), bool)
-        own[size - 1, size // 2] = True
+        own = _own_cell(self.view_size)
         wall, goal = wall & ~own, goal & ~own  # the agent's cell shows empty, as in MiniGrid
         image = jnp.stack([wall, ~wall & ~goal, goal], axis=-1) & visible[..., None]
         direction = jax.nn.one_hot(agent_dir, 4, dtype=jnp.float32)
@@ -709,18 +703,32 @@ MAX_OPAQUE_VIEW = 7
 """Largest view_size with see_through_walls=False (its row table has 4^V rows)."""
 
 
+def _view_offsets(size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(row, col) offsets [4, V, V] int32 from the agent's cell to each cell of its view,
+    per direction: view row r is V - 1 - r cells ahead, column c is c - V // 2 to the
+    right (the module docstring's convention)."""
+    steps_ahead = (size - 1 - np.arange(size))[:, None]
+    steps_right = (np.arange(size) - size // 2)[None, :]
+    ahead = DIR_TO_DELTA[:, :, None, None]
+    right = np.roll(DIR_TO_DELTA, -1, axis=0)[:, :, None, None]
+    offsets = ahead * steps_ahead + right * steps_right  # [4, 2, V, V]
+    return offsets[:, 0].astype(np.int32), offsets[:, 1].astype(np.int32)
+
+
+def _own_cell(size: int) -> np.ndarray:
+    """[V, V] bool, True on the agent's own cell (bottom centre) of its view."""
+    own = np.zeros((size, size), bool)
+    own[size - 1, size // 2] = True
+    return own
+
+
 def _view_windows(size: int) -> tuple[np.ndarray, tuple[int, ...]]:
     """For each direction: the top-left corner of the V x V window the agent sees,
     relative to the agent's cell ([4, 2] int32), and the quarter turns (`np.rot90`) that
     put the window in the view's layout (`view_cells`: facing up, row 0 the farthest)."""
-    half = size // 2
-    steps_ahead = (size - 1 - np.arange(size))[:, None]
-    steps_right = (np.arange(size) - half)[None, :]
+    row_offsets, col_offsets = _view_offsets(size)
     corners, turns = [], []
-    for direction in range(4):
-        ahead, right = DIR_TO_DELTA[direction], DIR_TO_DELTA[(direction + 1) % 4]
-        rows = ahead[0] * steps_ahead + right[0] * steps_right
-        cols = ahead[1] * steps_ahead + right[1] * steps_right
+    for rows, cols in zip(row_offsets, col_offsets):
         corner = (rows.min(), cols.min())
         window_index = (rows - corner[0]) * size + (cols - corner[1])
         grid = np.arange(size * size).reshape(size, size)
