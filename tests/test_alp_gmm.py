@@ -122,6 +122,33 @@ def test_alp_batched_equals_sequential_and_ignores_masked():
     np.testing.assert_allclose(np.concatenate(got), expected, atol=1e-6)
 
 
+@pytest.mark.parametrize("chunk_size", [1, 7, 16, 64])
+def test_alp_in_chunks_equals_one_pass(chunk_size):
+    """Chunks (each appended before the next is searched) give the one-pass ALP and history,
+    with valid records first (compacted feedback) or scattered, and under a vmap over seeds
+    holding different numbers of records (the loop runs until the longest is done)."""
+    rng = np.random.default_rng(2)
+    seeds, k = 3, 40
+    hist = ring_init(64, 3)
+    hist = ring_push(hist, jnp.asarray(rng.uniform(size=(30, 3)), jnp.float32), jnp.ones(30, bool))
+    hists = jax.tree.map(lambda a: jnp.stack([a] * seeds), hist)
+    pts = jnp.asarray(rng.uniform(size=(seeds, k, 2)), jnp.float32)
+    rets = jnp.asarray(rng.uniform(size=(seeds, k)), jnp.float32)
+    compacted = np.arange(k)[None, :] < np.array([0, 5, 33])[:, None]
+    scattered = rng.uniform(size=(seeds, k)) < 0.3
+    one_pass = jax.jit(jax.vmap(empirical_alp))
+    chunked = jax.jit(jax.vmap(lambda h, p, r, m: empirical_alp(h, p, r, m, chunk_size)))
+    for mask in (compacted, scattered):
+        mask = jnp.asarray(mask)
+        garbage = jnp.where(mask[..., None], pts, jnp.nan)  # masked rows may hold NaN
+        want_alp, want_hist = one_pass(hists, garbage, rets, mask)
+        got_alp, got_hist = chunked(hists, garbage, rets, mask)
+        np.testing.assert_array_equal(got_alp, want_alp)
+        for got, want in zip(jax.tree.leaves(got_hist), jax.tree.leaves(want_hist)):
+            np.testing.assert_array_equal(got, want)
+    assert float(jnp.max(want_alp)) > 0
+
+
 def test_ring_push_order_and_overflow():
     ring = ring_init(4, 1)
     ring = ring_push(ring, jnp.arange(3.0)[:, None], jnp.array([True, False, True]))

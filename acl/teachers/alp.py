@@ -6,9 +6,10 @@ at most `MIN_POINTS` earlier points are stored (the reference tests `len(history
 The reference keeps every point (a buffered kd-tree); here the history is a ring of static
 capacity, so the neighbour is searched among the last `capacity` points only.
 
-A feedback batch is handled in one vectorised step: each valid record's neighbour is sought
+A feedback batch is handled in vectorised passes: each valid record's neighbour is sought
 among the history *and* the earlier valid records of the same batch, which is exactly what a
-record-by-record loop would do (as long as the batch fits in the ring).
+record-by-record loop would do (as long as the batch fits in the ring). Passes over chunks of
+the batch stop after its last valid record, so padding slots cost nothing.
 """
 
 from __future__ import annotations
@@ -129,19 +130,8 @@ def nearest_earlier(
     return from_history, index, num_earlier.astype(jnp.int32)
 
 
-def empirical_alp(history: Ring, points: jax.Array, returns: jax.Array, mask: jax.Array):
-    """ALP of each new (point, return) and the history with the valid ones appended.
-
-    Args:
-      history: ring of rows (point [D], return) -> data [C, D + 1].
-      points: [K, D] (already in the space distances are measured in).
-      returns: [K].
-      mask: [K] bool.
-    Returns:
-      alp [K] (0 on masked records and while fewer than MIN_POINTS earlier points exist),
-      the updated history.
-    """
-    mask = mask.astype(bool)
+def _empirical_alp_batch(history: Ring, points, returns, mask):
+    """`empirical_alp` in one pass over all K records (distances [K, C] and [K, K])."""
     returns = jnp.where(mask, returns, 0.0)
     from_history, index, num_earlier = nearest_earlier(
         history.data[:, :-1], history.valid, points, mask
@@ -151,3 +141,52 @@ def empirical_alp(history: Ring, points: jax.Array, returns: jax.Array, mask: ja
     alp = jnp.where(mask & (num_earlier >= MIN_POINTS), alp, 0.0)
     rows = jnp.concatenate([points, returns[:, None]], axis=-1)
     return alp, ring_push(history, rows, mask)
+
+
+def empirical_alp(
+    history: Ring,
+    points: jax.Array,
+    returns: jax.Array,
+    mask: jax.Array,
+    chunk_size: int | None = None,
+):
+    """ALP of each new (point, return) and the history with the valid ones appended.
+
+    With `chunk_size`, the records go through in chunks of that many, each chunk appended
+    to the history before the next is searched (the same neighbours as one pass), and the
+    passes stop after the chunk holding the last valid record. A feedback batch padded to
+    hundreds of slots but holding a few dozen records (`acl.teachers.base.compact_feedback`
+    puts them first) then costs one [chunk_size, C] search instead of [K, C].
+
+    Args:
+      history: ring of rows (point [D], return) -> data [C, D + 1].
+      points: [K, D] (already in the space distances are measured in).
+      returns: [K].
+      mask: [K] bool.
+      chunk_size: records per pass (static), or None for a single pass.
+    Returns:
+      alp [K] (0 on masked records and while fewer than MIN_POINTS earlier points exist),
+      the updated history.
+    """
+    mask = mask.astype(bool)
+    k = points.shape[0]
+    if chunk_size is None or chunk_size >= k:
+        return _empirical_alp_batch(history, points, returns, mask)
+    num_chunks = -(-k // chunk_size)
+    pad = num_chunks * chunk_size - k
+    points = jnp.pad(points, ((0, pad), (0, 0)))
+    returns = jnp.pad(returns, (0, pad))
+    mask = jnp.pad(mask, (0, pad))
+    last_valid = jnp.max(jnp.where(mask, jnp.arange(mask.shape[0]), -1))
+    chunks_needed = (last_valid + chunk_size) // chunk_size
+
+    def body(carry):
+        i, history, alp = carry
+        start = i * chunk_size
+        take = lambda a: jax.lax.dynamic_slice_in_dim(a, start, chunk_size)  # noqa: E731
+        chunk_alp, history = _empirical_alp_batch(history, take(points), take(returns), take(mask))
+        return i + 1, history, jax.lax.dynamic_update_slice_in_dim(alp, chunk_alp, start, 0)
+
+    init = (jnp.zeros((), jnp.int32), history, jnp.zeros(mask.shape, returns.dtype))
+    _, history, alp = jax.lax.while_loop(lambda c: c[0] < chunks_needed, body, init)
+    return alp[:k], history

@@ -345,13 +345,19 @@ class ALPGMMTeacher(GMMTeacher):
 
     history_size: int = 2000
     """Capacity of the ALP nearest-neighbour history (static)."""
+    alp_chunk: int = 32
+    """Feedback records per pass of the ALP's nearest-neighbour search (static). Passes stop
+    after the last valid record: an update padded to `loop.max_feedback` slots but holding
+    a few dozen episodes searches the history once, not once per slot. Exact either way."""
 
     def __post_init__(self):
         super().__post_init__()
-        checks.check(
-            isinstance(self.history_size, (int, np.integer)) and self.history_size >= 1,
-            f"teacher.history_size must be a positive integer, got {self.history_size!r}",
-        )
+        for name in ("history_size", "alp_chunk"):
+            value = getattr(self, name)
+            checks.check(
+                isinstance(value, (int, np.integer)) and value >= 1,
+                f"teacher.{name} must be a positive integer, got {value!r}",
+            )
 
     def init(self, key: jax.Array, params: GMMTeacherParams) -> ALPGMMState:
         return ALPGMMState(
@@ -361,7 +367,7 @@ class ALPGMMTeacher(GMMTeacher):
 
     def features(self, state, unit_tasks, returns, mask):
         """Task ++ ALP, the ALP from the nearest earlier task of the history."""
-        alp, history = empirical_alp(state.history, unit_tasks, returns, mask)
+        alp, history = empirical_alp(state.history, unit_tasks, returns, mask, self.alp_chunk)
         return state.replace(history=history), jnp.concatenate([unit_tasks, alp[:, None]], -1)
 
     def component_scores(self, gmm: GMM) -> jax.Array:
