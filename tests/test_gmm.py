@@ -16,7 +16,9 @@ from acl.teachers.gmm import (
     DEFAULT_TOL,
     GMM,
     em_from_init,
+    em_packed,
     fit_gmms,
+    fit_slots,
     gmm_log_prob,
     n_parameters,
     sample_gmm,
@@ -202,6 +204,45 @@ def test_converged_fit_is_frozen_while_another_continues(data2):
         np.testing.assert_allclose(a[0], b, rtol=1e-5, atol=1e-5)
     one_more = em(x, mask, weights[0], means[0], covs[0], fast + 1, 1e-6, 0.0)
     assert np.abs(one_more[1] - frozen[1]).max() > 1e-3  # it had not stopped by itself
+
+
+def test_packed_mixtures_each_fit_as_alone(data2):
+    """Two mixtures packed on one component axis (how fit_gmms pairs k with k_min + k_max -
+    k): each gets what em_from_init gives it alone, including its own stopping iteration
+    while the other runs on; an empty second mixture leaves the first unchanged."""
+    x, mask = jnp.asarray(data2), jnp.ones(len(data2), bool)
+    weights, means, covs = em_inits(x)
+    packed = jax.jit(em_packed, static_argnums=(6,))
+    groups = jnp.repeat(jnp.arange(2, dtype=jnp.int32), 3)
+    flat = lambda a: a.reshape(6, *a.shape[2:])  # noqa: E731
+    *params, ll, n_iter = packed(
+        x, mask, flat(weights), flat(means), flat(covs), groups, 2, ITERS, 1e-6, DEFAULT_TOL
+    )
+    assert int(n_iter[0]) < 10 < int(n_iter[1]) < ITERS
+    for g in range(2):
+        alone = em_from_init(x, mask, weights[g], means[g], covs[g], ITERS, 1e-6, DEFAULT_TOL)
+        assert int(alone[-1]) == int(n_iter[g])
+        np.testing.assert_allclose(ll[g], alone[3], rtol=1e-5)
+        for a, b in zip(params, alone[:3], strict=True):
+            np.testing.assert_allclose(a[3 * g : 3 * g + 3], b, rtol=1e-5, atol=1e-5)
+    # The second mixture without components: the first is fitted as alone.
+    lone_w = flat(weights).at[3:].set(0.0)
+    *params, ll, n_iter = packed(
+        x, mask, lone_w, flat(means), flat(covs), groups, 2, ITERS, 1e-6, DEFAULT_TOL
+    )
+    alone = em_from_init(x, mask, weights[0], means[0], covs[0], ITERS, 1e-6, DEFAULT_TOL)
+    assert int(n_iter[0]) == int(alone[-1]) and int(n_iter[1]) == 0
+    np.testing.assert_allclose(params[1][:3], alone[1], rtol=1e-5, atol=1e-5)
+    assert all(np.isfinite(a).all() for a in params)
+
+
+@pytest.mark.parametrize("k_min,k_max", [(1, 1), (2, 3), (2, 9), (3, 7), (2, 10)])
+def test_fit_slots_cover_every_k_once(k_min, k_max):
+    slots = fit_slots(k_min, k_max)
+    ks = sorted(k for pair in slots for k in pair if k)
+    assert ks == list(range(k_min, k_max + 1))
+    width = max(a + b for a, b in slots)
+    assert width * len(slots) <= (k_max - k_min + 1) * k_max
 
 
 def test_early_stop_under_vmap_over_seeds_and_jit(data2):
