@@ -3,18 +3,24 @@ to Random's, measured in the same run.
 
     python -m experiments.bench_teachers
         [--config experiments/configs/cartpole_unfeasible_alp_gmm.yaml]
-        [--teachers random alp_gmm covar_gmm riac] [--iterations 40] [--out FILE.json]
+        [--teachers random alp_gmm covar_gmm riac] [--iterations 40] [--rounds 7]
+        [--warmup 0] [--out FILE.json]
 
-overhead = 1 - (steps/s with the teacher) / (steps/s with Random). Teacher keys of the
-config (fit_every, preset...) are kept for the teachers that accept them.
+Each teacher's `iterations` training iterations (all seeds vmapped, no evaluation) are
+compiled once, then timed in `rounds` rounds, one call per teacher per round, in turn: a
+load that drifts on a shared machine then weighs on every teacher alike. Per round,
+overhead = 1 - (steps/s with the teacher) / (steps/s with Random); the table gives the
+median over rounds (and each teacher's median steps/s). Teacher keys of the config
+(fit_every, preset...) are kept for the teachers that accept them.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import statistics
 
-from acl.benchmark.timing import report, training_throughput
+from acl.benchmark.timing import compile_training, report
 from acl.config import ComponentConfig, load_config
 from acl.teachers import TEACHERS
 from acl.train import Trainer, _accepted_keys
@@ -28,34 +34,59 @@ def with_teacher(config, name: str):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m experiments.bench_teachers", description=__doc__
+        prog="python -m experiments.bench_teachers",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--config", default="experiments/configs/cartpole_unfeasible_alp_gmm.yaml")
     parser.add_argument("--teachers", nargs="+", default=["random", "alp_gmm"])
     parser.add_argument("--seeds", type=int, default=None)
-    parser.add_argument("--iterations", type=int, default=40)
+    parser.add_argument("--iterations", type=int, default=40, help="iterations per timed call")
+    parser.add_argument("--rounds", type=int, default=7, help="timed calls per teacher")
+    parser.add_argument(
+        "--warmup", type=int, default=0, help="untimed iterations first (whole calls)"
+    )
     parser.add_argument("--out", default="runs/bench_teachers.json")
     args = parser.parse_args(argv)
+    if args.rounds < 1 or args.iterations < 1 or args.warmup < 0:
+        parser.error("--rounds and --iterations must be >= 1, --warmup >= 0")
     base = load_config(args.config, num_seeds=args.seeds)
-    if "random" not in args.teachers:
-        args.teachers.insert(0, "random")
+    teachers = ["random"] + [t for t in args.teachers if t != "random"]
+
+    compiled = {
+        name: compile_training(Trainer(with_teacher(base, name)), args.iterations, args.warmup)
+        for name in teachers
+    }
+    seconds = {name: [] for name in teachers}
+    for _ in range(args.rounds):
+        for name in teachers:
+            seconds[name].append(compiled[name].time())
 
     results = {}
-    for name in args.teachers:
-        results[name] = training_throughput(Trainer(with_teacher(base, name)), args.iterations)
-    reference = results["random"]["steps_per_second"]
+    for name in teachers:
+        run = compiled[name]
+        ratios = [r / t for r, t in zip(seconds["random"], seconds[name], strict=True)]
+        median_seconds = statistics.median(seconds[name])
+        results[name] = {
+            "compile_seconds": run.compile_seconds,
+            "warmup_iterations": run.warmup_iterations,
+            "env_steps": run.env_steps,
+            "seconds": seconds[name],
+            "steps_per_second": run.env_steps / median_seconds,
+            "overhead": 1 - statistics.median(ratios),
+            "overhead_per_round": [1 - r for r in ratios],
+        }
     rows = [
         {
             "teacher": name,
             "steps/s": f"{r['steps_per_second']:,.0f}",
-            "overhead vs random": f"{1 - r['steps_per_second'] / reference:+.1%}",
+            "overhead vs random": f"{r['overhead']:+.1%}",
+            "range over rounds": f"{min(r['overhead_per_round']):+.1%} to "
+            f"{max(r['overhead_per_round']):+.1%}",
             "compile s": f"{r['compile_seconds']:.1f}",
         }
         for name, r in results.items()
     ]
-    overheads = {
-        k: {**v, "overhead": 1 - v["steps_per_second"] / reference} for k, v in results.items()
-    }
     report(
         "bench_teachers",
         rows,
@@ -63,7 +94,8 @@ def main(argv=None) -> int:
         list(range(base.num_seeds)),
         config=base.to_dict(),
         iterations=args.iterations,
-        results=overheads,
+        rounds=args.rounds,
+        results=results,
     )
     return 0
 

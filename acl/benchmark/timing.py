@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -66,13 +69,31 @@ def random_action_throughput(env, params, steps: int, timer=time_call) -> dict:
     }
 
 
-def training_throughput(
-    trainer: Trainer, iterations: int, repeats: int = 3, warmup_iterations: int = 0
-) -> dict:
-    """Env steps/s of `iterations` loop iterations (teacher, rollout, update), all seeds
-    vmapped, without evaluation. Compile time is measured apart. `warmup_iterations`
-    (rounded up to whole calls of `iterations`) run untimed first, so that the timed ones
-    see a teacher past its start-up (a replay buffer at its minimum fill, say)."""
+@dataclass
+class CompiledTraining:
+    """`iterations` loop iterations of every seed as one compiled call, with its inputs."""
+
+    run: Callable
+    seed_carry: Any
+    first_iteration: jax.Array
+    env_steps: int
+    """Env steps one call runs, all seeds."""
+    compile_seconds: float
+    warmup_iterations: int
+
+    def time(self) -> float:
+        """Seconds of one call (same inputs every time: a fixed workload)."""
+        start = time.perf_counter()
+        jax.block_until_ready(self.run(self.seed_carry, self.first_iteration))
+        return time.perf_counter() - start
+
+
+def compile_training(
+    trainer: Trainer, iterations: int, warmup_iterations: int = 0
+) -> CompiledTraining:
+    """Compiles `iterations` iterations (teacher, rollout, update; all seeds vmapped, no
+    evaluation) and runs the `warmup_iterations` (rounded up to whole calls) untimed, so that
+    the timed ones see a teacher past its start-up (a replay buffer at its minimum fill)."""
 
     def train_iterations(seed_carry, first_iteration):
         steps = first_iteration + jnp.arange(iterations, dtype=jnp.int32)
@@ -88,14 +109,29 @@ def training_throughput(
     while done < warmup_iterations:
         seed_carry = run(seed_carry, jnp.int32(done))
         done += iterations
-    seconds = time_call(run, seed_carry, jnp.int32(done), repeats=repeats)
-    steps = trainer.config.num_seeds * iterations * trainer.steps_per_iteration
+    return CompiledTraining(
+        run=run,
+        seed_carry=seed_carry,
+        first_iteration=jnp.int32(done),
+        env_steps=trainer.config.num_seeds * iterations * trainer.steps_per_iteration,
+        compile_seconds=compile_seconds,
+        warmup_iterations=done,
+    )
+
+
+def training_throughput(
+    trainer: Trainer, iterations: int, repeats: int = 3, warmup_iterations: int = 0
+) -> dict:
+    """Env steps/s of `iterations` loop iterations (`compile_training`), the best of
+    `repeats` calls. Compile time is measured apart."""
+    compiled = compile_training(trainer, iterations, warmup_iterations)
+    seconds = min(compiled.time() for _ in range(repeats))
     return {
-        "warmup_iterations": done,
-        "compile_seconds": compile_seconds,
+        "warmup_iterations": compiled.warmup_iterations,
+        "compile_seconds": compiled.compile_seconds,
         "seconds": seconds,
-        "env_steps": steps,
-        "steps_per_second": steps / seconds,
+        "env_steps": compiled.env_steps,
+        "steps_per_second": compiled.env_steps / seconds,
     }
 
 

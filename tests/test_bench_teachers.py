@@ -1,0 +1,29 @@
+"""The teacher-overhead benchmark end to end on a tiny budget."""
+
+from __future__ import annotations
+
+import json
+
+from experiments import bench_teachers
+
+
+def test_overhead_per_round_and_median(tmp_path):
+    out = tmp_path / "bench.json"
+    code = bench_teachers.main(
+        ["--teachers", "alp_gmm", "--seeds", "1", "--iterations", "2", "--rounds", "3"]
+        + ["--out", str(out)]
+    )
+    assert code == 0
+    document = json.loads(out.read_text())
+    results = document["results"]
+    assert list(results) == ["random", "alp_gmm"]  # Random first: the reference
+    assert document["rounds"] == 3
+    for r in results.values():
+        assert len(r["seconds"]) == 3 and all(s > 0 for s in r["seconds"])
+        ratios = [a / b for a, b in zip(results["random"]["seconds"], r["seconds"])]
+        assert sorted(r["overhead_per_round"]) == sorted(1 - x for x in ratios)
+        assert r["overhead"] == sorted(r["overhead_per_round"])[1]  # the median of 3
+    assert results["random"]["overhead"] == 0
+    # The config's teacher keys reach the teachers that take them.
+    assert document["config"]["teacher"]["fit_every"] == 4
+    assert document["table"][1]["teacher"] == "alp_gmm"
