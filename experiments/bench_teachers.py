@@ -3,11 +3,13 @@ to Random's, measured in the same run.
 
     python -m experiments.bench_teachers
         [--config experiments/configs/cartpole_unfeasible_alp_gmm.yaml]
-        [--teachers random alp_gmm covar_gmm riac] [--iterations 40] [--rounds 7]
+        [--teachers random alp_gmm covar_gmm riac] [--iterations N] [--rounds 5]
         [--warmup 0] [--out FILE.json]
 
-Each teacher's `iterations` training iterations (all seeds vmapped, no evaluation) are
-compiled once, then timed in `rounds` rounds, one call per teacher per round, in turn: a
+Each teacher's training iterations (all seeds vmapped, no evaluation; by default all of the
+config's run, so early iterations with many short episodes and late ones with few weigh
+as they do in training) are compiled as one call, then timed in `rounds` rounds, one call
+per teacher per round, in turn: a
 load that drifts on a shared machine then weighs on every teacher alike. Per round,
 overhead = 1 - (steps/s with the teacher) / (steps/s with Random); the table gives the
 median over rounds (and each teacher's median steps/s). Teacher keys of the config
@@ -41,21 +43,26 @@ def main(argv=None) -> int:
     parser.add_argument("--config", default="experiments/configs/cartpole_unfeasible_alp_gmm.yaml")
     parser.add_argument("--teachers", nargs="+", default=["random", "alp_gmm"])
     parser.add_argument("--seeds", type=int, default=None)
-    parser.add_argument("--iterations", type=int, default=40, help="iterations per timed call")
-    parser.add_argument("--rounds", type=int, default=7, help="timed calls per teacher")
+    parser.add_argument(
+        "--iterations", type=int, default=None, help="iterations per timed call (default: the run)"
+    )
+    parser.add_argument("--rounds", type=int, default=5, help="timed calls per teacher")
     parser.add_argument(
         "--warmup", type=int, default=0, help="untimed iterations first (whole calls)"
     )
     parser.add_argument("--out", default="runs/bench_teachers.json")
     args = parser.parse_args(argv)
-    if args.rounds < 1 or args.iterations < 1 or args.warmup < 0:
+    if args.rounds < 1 or (args.iterations or 1) < 1 or args.warmup < 0:
         parser.error("--rounds and --iterations must be >= 1, --warmup >= 0")
     base = load_config(args.config, num_seeds=args.seeds)
     teachers = ["random"] + [t for t in args.teachers if t != "random"]
+    trainers = {name: Trainer(with_teacher(base, name)) for name in teachers}
+    reference = trainers["random"]
+    iterations = args.iterations or reference.num_chunks * reference.iterations_per_chunk
 
     compiled = {
-        name: compile_training(Trainer(with_teacher(base, name)), args.iterations, args.warmup)
-        for name in teachers
+        name: compile_training(trainer, iterations, args.warmup)
+        for name, trainer in trainers.items()
     }
     seconds = {name: [] for name in teachers}
     for _ in range(args.rounds):
@@ -93,7 +100,7 @@ def main(argv=None) -> int:
         args.out,
         list(range(base.num_seeds)),
         config=base.to_dict(),
-        iterations=args.iterations,
+        iterations=iterations,
         rounds=args.rounds,
         results=results,
     )

@@ -25,5 +25,5 @@ def test_overhead_per_round_and_median(tmp_path):
         assert r["overhead"] == sorted(r["overhead_per_round"])[1]  # the median of 3
     assert results["random"]["overhead"] == 0
     # The config's teacher keys reach the teachers that take them.
-    assert document["config"]["teacher"]["fit_every"] == 4
+    assert document["config"]["teacher"]["fit_every"] == 23
     assert document["table"][1]["teacher"] == "alp_gmm"
