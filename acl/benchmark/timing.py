@@ -83,9 +83,7 @@ class CompiledTraining:
 
     def time(self) -> float:
         """Seconds of one call (same inputs every time: a fixed workload)."""
-        start = time.perf_counter()
-        jax.block_until_ready(self.run(self.seed_carry, self.first_iteration))
-        return time.perf_counter() - start
+        return time_call(self.run, self.seed_carry, self.first_iteration, repeats=1)
 
 
 def compile_training(
