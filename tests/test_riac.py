@@ -59,12 +59,20 @@ def test_alp_formula_matches_reference_on_sliding_windows():
     assert float(state.alp[0]) == pytest.approx(0.8)
 
 
-def test_split_separates_learning_half_from_flat_half():
-    teacher = make_riac(task_space=UNIT2, max_region_size=60, max_regions=7)
-    rng = np.random.default_rng(1)
+def learning_half_and_flat_half(seed: int = 1):
+    """61 tasks in [0, 1]^2: returns rise over time where x0 < 0.5 and stay at 0.5 elsewhere."""
+    rng = np.random.default_rng(seed)
     tasks = rng.uniform(size=(61, 2)).astype(np.float32)
     rising = tasks[:, 0] < 0.5
-    returns = np.where(rising, np.arange(61) / 60.0, 0.5).astype(np.float32)
+    return tasks, np.where(rising, np.arange(61) / 60.0, 0.5).astype(np.float32)
+
+
+@pytest.mark.parametrize("min_split_score", [0.0, 0.2])
+def test_split_separates_learning_half_from_flat_half(min_split_score):
+    teacher = make_riac(
+        task_space=UNIT2, max_region_size=60, max_regions=7, min_split_score=min_split_score
+    )
+    tasks, returns = learning_half_and_flat_half()
     state = teacher.init(jax.random.PRNGKey(2), teacher.default_params())
     state = feed_one_by_one(teacher, state, tasks, returns)
     assert int(state.num_splits) == 1 and int(state.active.sum()) == 3
@@ -96,6 +104,28 @@ def test_flat_alp_still_splits_and_unsplittable_leaf_discards():
     state = feed_one_by_one(teacher, state, tasks, flat)
     assert int(state.num_splits) == 0 and int(state.num_discards) == 1
     assert int(state.count[0]) == 61 - 15
+
+
+def test_min_split_score_keeps_uniform_alp_regions_whole():
+    rng = np.random.default_rng(5)
+    tasks = rng.uniform(size=(61, 2)).astype(np.float32)
+    # Uniform ALP: constant returns (every score exactly 0), or the same learning curve
+    # everywhere (halves differ only by which time steps fell in them).
+    constant = np.full((61,), 0.3, np.float32)
+    rising = (np.arange(61) / 60.0).astype(np.float32)
+    for returns, threshold in ((constant, 1e-6), (rising, 0.2)):
+        teacher = make_riac(task_space=UNIT2, max_region_size=60, min_split_score=threshold)
+        state = teacher.init(jax.random.PRNGKey(6), teacher.default_params())
+        state = feed_one_by_one(teacher, state, tasks, returns)
+        assert int(state.num_splits) == 0 and int(state.num_discards) == 1
+        assert int(state.count[0]) == 61 - 15 and int(state.active.sum()) == 1
+        # The reference rule (min_split_score 0) cuts the same region anyway.
+        reference = make_riac(task_space=UNIT2, max_region_size=60)
+        state = reference.init(jax.random.PRNGKey(6), reference.default_params())
+        state = feed_one_by_one(reference, state, tasks, returns)
+        assert int(state.num_splits) == 1
+    with pytest.raises(ConfigError, match="min_split_score"):
+        make_riac(task_space=UNIT2, min_split_score=-0.1)
 
 
 def test_full_region_list_stops_splitting_and_windows_slide():

@@ -15,6 +15,14 @@ Follows `teachDRL/teachers/algos/riac.py` (Portelas et al. 2019) with its defaul
   eligible pairs, the one with the highest score wins (ties: the last drawn); the leaf
   is split whenever *any* pair is eligible, even if every score is 0 (equal ALPs). If
   none is, the leaf's oldest `max_region_size * discard_ratio` points are dropped.
+- `min_split_score` (not in the reference; default 0 keeps its rule) makes a pair
+  eligible only if its score is at least that: a leaf whose halves show the same ALP is
+  then not cut at random but treated as unsplittable (oldest points dropped, retried
+  when full again). With returns that are constant over a region, every score is exactly
+  0, so any positive value keeps it whole; with noisy returns the threshold must exceed
+  the ALP noise of a half window. On the toy bandit (d = 2, 16 seeds) it costs: 45.0,
+  40.6 and 34.7 % mastered with 1e-6, 0.05 and 0.1 against 47.2 with 0: random cuts of
+  a region that shows no progress yet seem to help (its progress may come later).
   Children windows are the parent's points on each side of the threshold, in order.
 - Sampling (per task): 70% a node chosen with probability proportional to its ALP (all
   nodes, root and internal ones included, as the reference's default
@@ -104,6 +112,8 @@ class RIACParams:
     """Share of tasks that mutate a region's lowest-return task (reference: 0.1)."""
     mutation_std: jax.Array
     """Std of the mutation noise, as a share of each dimension's range (reference: 0.1)."""
+    min_split_score: jax.Array
+    """A split's |ALP(child1) - ALP(child2)| must be at least this (reference: 0, any)."""
 
 
 @struct.dataclass
@@ -232,6 +242,7 @@ class RIACTeacher:
             random_ratio=0.2,
             mutation_ratio=0.1,
             mutation_std=0.1,
+            min_split_score=0.0,
         )
         unknown = sorted(set(overrides) - set(values))
         if unknown:
@@ -240,6 +251,9 @@ class RIACTeacher:
         for name in ("random_ratio", "mutation_ratio", "discard_ratio"):
             if not 0.0 <= float(values[name]) <= 1.0:
                 raise ConfigError(f"teacher.{name} must be in [0, 1], got {values[name]}")
+        min_split_score = float(values["min_split_score"])
+        if not min_split_score >= 0.0:
+            raise ConfigError(f"teacher.min_split_score must be >= 0, got {min_split_score}")
         if float(values["random_ratio"]) + float(values["mutation_ratio"]) > 1.0:
             raise ConfigError("teacher.random_ratio + teacher.mutation_ratio must be <= 1")
         return RIACParams(
@@ -446,7 +460,7 @@ class RIACTeacher:
         wide = (thr - low[dims] >= min_width[dims]) & (high[dims] - thr >= min_width[dims])
         wide &= jnp.all(high - low >= min_width)  # other dims are the parent's
         populated = (left.sum(-1) >= m) & (right.sum(-1) >= m)
-        eligible = wide & populated & (weight.sum() > 0)
+        eligible = wide & populated & (weight.sum() > 0) & (scores >= p.min_split_score)
         del d
         last = jnp.stack([alp_left[-1], alp_right[-1]])
         return x, y, dims, thr, left, scores, eligible, last
@@ -570,7 +584,7 @@ def make_riac(task_space: Box, **config) -> RIACTeacher:
     split_every, max_depth, sample_in_leaves_only, last_attempt_child_alp) and numeric
     parameters (alp_window,
     min_region_size, min_dims_range_ratio, discard_ratio, random_ratio, mutation_ratio,
-    mutation_std); defaults are teachDeepRL's."""
+    mutation_std, min_split_score); defaults are teachDeepRL's."""
     unknown = sorted(set(config) - make_riac.config_keys)
     if unknown:
         known = ", ".join(sorted(make_riac.config_keys))
