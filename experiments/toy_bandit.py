@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -117,12 +118,16 @@ def main(argv=None) -> int:
         "--set", dest="overrides", action="append", default=[], metavar="TEACHER.OPTION=VALUE"
     )
     args = parser.parse_args(argv)
-    for name in args.teachers:
-        TEACHERS.check(name, "--teachers")
-    options = teacher_options(args.overrides, args.teachers)
-    # Bad option names and values fail here, before any compilation.
-    for name, values in options.items():
-        make_teacher(name, ToyBandit(**SETTINGS[args.settings[0]]), **values)
+    try:
+        for name in args.teachers:
+            TEACHERS.check(name, "--teachers")
+        options = teacher_options(args.overrides, args.teachers)
+        # Bad option names and values fail here, before any compilation.
+        for name, values in options.items():
+            make_teacher(name, ToyBandit(**SETTINGS[args.settings[0]]), **values)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
 
     results, rows = [], []
     for setting in args.settings:

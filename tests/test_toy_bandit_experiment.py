@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from acl.errors import ConfigError
 from experiments import toy_bandit
 
 
@@ -26,12 +25,13 @@ def test_teacher_options_are_scoped_by_teacher():
         (["riac.min_split_score=-1"], "min_split_score must be >= 0"),
     ],
 )
-def test_bad_options_fail_before_running(tmp_path, overrides, message):
+def test_bad_options_fail_before_running(tmp_path, capsys, overrides, message):
     argv = ["--teachers", "riac", "--out", str(tmp_path)]
     for item in overrides:
         argv += ["--set", item]
-    with pytest.raises(ConfigError, match=message):
-        toy_bandit.main(argv)
+    assert toy_bandit.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and message in err and "\n" not in err
     assert not (tmp_path / "results.json").exists()
 
 

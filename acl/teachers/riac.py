@@ -15,15 +15,15 @@ Follows `teachDRL/teachers/algos/riac.py` (Portelas et al. 2019) with its defaul
   eligible pairs, the one with the highest score wins (ties: the last drawn); the leaf
   is split whenever *any* pair is eligible, even if every score is 0 (equal ALPs). If
   none is, the leaf's oldest `max_region_size * discard_ratio` points are dropped.
+  Children windows are the parent's points on each side of the threshold, in order.
 - `min_split_score` (not in the reference; default 0 keeps its rule) makes a pair
   eligible only if its score is at least that: a leaf whose halves show the same ALP is
   then not cut at random but treated as unsplittable (oldest points dropped, retried
   when full again). With returns that are constant over a region, every score is exactly
   0, so any positive value keeps it whole; with noisy returns the threshold must exceed
-  the ALP noise of a half window. On the toy bandit (d = 2, 16 seeds) it costs: 45.0,
-  40.6 and 34.7 % mastered with 1e-6, 0.05 and 0.1 against 47.2 with 0: random cuts of
-  a region that shows no progress yet seem to help (its progress may come later).
-  Children windows are the parent's points on each side of the threshold, in order.
+  the ALP noise of a half window. It costs on the toy bandit (d = 2, 16 seeds): 45.0,
+  40.6 and 34.7 % mastered with 1e-6, 0.05 and 0.1, against 47.2 with 0. Cutting
+  regions that show no progress yet seems to help; their progress may come later.
 - Sampling (per task): 70% a node chosen with probability proportional to its ALP (all
   nodes, root and internal ones included, as the reference's default
   `sampling_in_leaves_only=False`; uniform over them if every ALP is 0), then uniform
