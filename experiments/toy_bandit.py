@@ -64,6 +64,12 @@ def teacher_options(overrides: list[str], teachers: list[str]) -> dict[str, dict
     return options
 
 
+def teacher_label(name: str, options: dict) -> str:
+    """The table and legend name: riac, or riac (min_split_score=0.05) with options."""
+    changed = ", ".join(f"{k}={v}" for k, v in options.items())
+    return f"{name} ({changed})" if changed else name
+
+
 def episodes_to_reach(scores: np.ndarray, level: float, score_every: int) -> list[int | None]:
     """Per seed: episodes until % mastered first reaches `level`, None if never."""
     out = []
@@ -94,7 +100,7 @@ def plot(results: list[dict], out: Path, score_every: int) -> None:
             x = (np.arange(scores.shape[1]) + 1) * score_every
             mean = scores.mean(0)
             se = scores.std(0, ddof=1) / np.sqrt(scores.shape[0]) if len(scores) > 1 else 0 * mean
-            ax.plot(x, mean, label=r["teacher"])
+            ax.plot(x, mean, label=teacher_label(r["teacher"], r["options"]))
             ax.fill_between(x, mean - se, mean + se, alpha=0.25)
         ax.set_title(f"toy bandit, {setting}")
         ax.set_xlabel("episodes")
@@ -155,13 +161,12 @@ def main(argv=None) -> int:
                 "scores": result.scores.tolist(),
             }
             results.append(record)
-            changed = ", ".join(f"{k}={v}" for k, v in options.get(name, {}).items())
             # The reference figures are for the default options only.
-            ref = REFERENCE_D2.get(name) if setting == "d2" and not changed else None
+            ref = REFERENCE_D2.get(name) if setting == "d2" and name not in options else None
             rows.append(
                 {
                     "setting": setting,
-                    "teacher": f"{name} ({changed})" if changed else name,
+                    "teacher": teacher_label(name, options.get(name, {})),
                     "final % mastered": f"{mean:.1f} ± {se:.1f}",
                     "reference (teachDeepRL)": f"{ref['final']:.1f}" if ref else "",
                     "episodes to 25%": summarise_reach(reach25),

@@ -59,20 +59,15 @@ def test_alp_formula_matches_reference_on_sliding_windows():
     assert float(state.alp[0]) == pytest.approx(0.8)
 
 
-def learning_half_and_flat_half(seed: int = 1):
-    """61 tasks in [0, 1]^2: returns rise over time where x0 < 0.5 and stay at 0.5 elsewhere."""
-    rng = np.random.default_rng(seed)
-    tasks = rng.uniform(size=(61, 2)).astype(np.float32)
-    rising = tasks[:, 0] < 0.5
-    return tasks, np.where(rising, np.arange(61) / 60.0, 0.5).astype(np.float32)
-
-
 @pytest.mark.parametrize("min_split_score", [0.0, 0.2])
 def test_split_separates_learning_half_from_flat_half(min_split_score):
     teacher = make_riac(
         task_space=UNIT2, max_region_size=60, max_regions=7, min_split_score=min_split_score
     )
-    tasks, returns = learning_half_and_flat_half()
+    rng = np.random.default_rng(1)
+    tasks = rng.uniform(size=(61, 2)).astype(np.float32)
+    rising = tasks[:, 0] < 0.5
+    returns = np.where(rising, np.arange(61) / 60.0, 0.5).astype(np.float32)
     state = teacher.init(jax.random.PRNGKey(2), teacher.default_params())
     state = feed_one_by_one(teacher, state, tasks, returns)
     assert int(state.num_splits) == 1 and int(state.active.sum()) == 3
