@@ -1,7 +1,7 @@
 """teachDeepRL's toy-bandit benchmark: Random, RIAC, ALP-GMM and Covar-GMM on the
 continuous bandit student, 16 vmapped seeds each.
 
-    python -m experiments.toy_bandit [--settings d2 d2_distractors3 d4]
+    python -m experiments.toy_bandit [--settings d2 d2_distractors3 d3 d4]
         [--teachers random riac alp_gmm covar_gmm] [--seeds 16] [--episodes 20000]
         [--score-every 1000] [--out runs/toy_bandit] [--set riac.min_split_score=0.05 ...]
 
@@ -32,6 +32,7 @@ from envs.toy_bandit import ToyBandit
 SETTINGS = {
     "d2": {"num_dims": 2, "num_distractors": 0},
     "d2_distractors3": {"num_dims": 2, "num_distractors": 3},
+    "d3": {"num_dims": 3, "num_distractors": 0},
     "d4": {"num_dims": 4, "num_distractors": 0},
 }
 TEACHER_NAMES = ("random", "riac", "alp_gmm", "covar_gmm")
