@@ -106,26 +106,31 @@ def per_task_summary(metrics: Any, names: tuple[str, ...]) -> dict:
     return summary
 
 
-def git_commit() -> str:
+def _git(*args: str) -> str | None:
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
+            ["git", *args],
             capture_output=True,
             text=True,
             timeout=5,
             cwd=Path(__file__).resolve().parent,
         )
-        commit = out.stdout.strip() or "unknown"
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            cwd=Path(__file__).resolve().parent,
-        ).stdout.strip()
-        return commit + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def git_commit() -> str:
+    """The checked-out commit, or "unknown" outside a git checkout."""
+    return _git("rev-parse", "HEAD") or "unknown"
+
+
+def git_dirty() -> bool | None:
+    """Whether tracked files differ from `git_commit()`; None outside a git checkout.
+
+    A pre-registered confirmatory run must record False: it ran the committed protocol."""
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return None if status is None else bool(status)
 
 
 def package_versions(packages) -> dict[str, str | None]:
@@ -144,6 +149,7 @@ def provenance(seeds: list[int]) -> dict:
         "versions": package_versions(PACKAGES),
         "python": platform.python_version(),
         "git_commit": git_commit(),
+        "git_dirty": git_dirty(),
         "device": [str(d) for d in jax.devices()],
         "platform": jax.default_backend(),
         "seeds": seeds,
