@@ -14,6 +14,7 @@ from envs import (  # noqa: F401
     mountain_car,
     pendulum,
     point_maze,
+    point_reach,
     stump_tracks,
     toy_bandit,
 )

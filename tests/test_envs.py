@@ -22,6 +22,7 @@ NOT_GYMNAX = (
     "bit_flip",
     "goal_maze",
     "point_maze",
+    "point_reach",
     "brax_goal",
     "maze",
 )
