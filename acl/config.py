@@ -70,6 +70,30 @@ class EvalConfig:
     sampled_attempts: int = 0
     """Episodes per test task with actions sampled from the policy (the UED literature's
     solve rate: 10); 0 plays none."""
+    task_low: list | None = None
+    """The task-space test set covers [task_low, task_high] (each inside the env's task
+    space) instead of the whole space, e.g. only its hardest tasks; None: the bound of
+    the env's task space."""
+    task_high: list | None = None
+
+
+@dataclass(frozen=True)
+class ChallengeConfig:
+    """A TeachMyAgent challenge the run trains under (acl.benchmark.challenges).
+
+    The teacher then works in the unit cube that the challenge maps onto the env's tasks
+    (e.g. the widened `unfeasible_bounds`), while the test set stays on the env's own
+    task space, as in TeachMyAgent."""
+
+    name: str = ""
+    """A challenge name (default, unfeasible, trivial, rugged, forgetting); "": none, the
+    teacher samples `env.task_space` itself."""
+    expert: str = "none"
+    """Expert knowledge given to teachers that take a prior: none, low or high."""
+    seed: int = 0
+    """Seeds the rugged permutation and the low expert's sub-space."""
+    forgetting_period: float = 0.35
+    """forgetting: fraction of the run between re-initialisations of the student."""
 
 
 @dataclass(frozen=True)
@@ -85,13 +109,14 @@ class ExperimentConfig:
     agent: ComponentConfig = ComponentConfig("ppo")
     loop: LoopConfig = LoopConfig()
     eval: EvalConfig = EvalConfig()
+    challenge: ChallengeConfig = ChallengeConfig()
 
     def to_dict(self) -> dict:
         return _component_flatten(dataclasses.asdict(self))
 
 
 _COMPONENTS = ("env", "teacher", "agent")
-_SECTIONS = {"loop": LoopConfig, "eval": EvalConfig}
+_SECTIONS = {"loop": LoopConfig, "eval": EvalConfig, "challenge": ChallengeConfig}
 _POSITIVE = {
     "num_seeds",
     "loop.num_envs",
@@ -291,6 +316,7 @@ def validate(config: ExperimentConfig) -> None:
         value = _get(config, dotted)
         if value < 0:
             raise ConfigError(f"{dotted} must be >= 0, got {value}")
+    _validate_challenge(config)
     loop = config.loop
     if loop.reinit_every < 0:
         raise ConfigError(
@@ -308,6 +334,29 @@ def validate(config: ExperimentConfig) -> None:
         raise ConfigError(
             f"loop.total_env_steps ({loop.total_env_steps}) must be >= loop.eval_every "
             f"({loop.eval_every})"
+        )
+
+
+def _validate_challenge(config: ExperimentConfig) -> None:
+    from acl.benchmark.challenges import ChallengeSpec
+
+    challenge = config.challenge
+    if not challenge.name:
+        if challenge.expert != "none":
+            raise ConfigError("challenge.expert needs a challenge.name (e.g. default)")
+        return
+    if challenge.name == "students":
+        raise ConfigError(
+            "challenge.name 'students' runs several agents: use experiments.benchmark"
+        )
+    ChallengeSpec(challenge.name, challenge.expert)
+    period = challenge.forgetting_period
+    if isinstance(period, bool) or not isinstance(period, int | float) or not 0 < period < 1:
+        raise ConfigError(f"challenge.forgetting_period must be in (0, 1), got {period!r}")
+    if config.loop.reinit_every:
+        raise ConfigError(
+            "loop.reinit_every and a challenge both set the forgetting period; "
+            "use challenge.name: forgetting"
         )
 
 

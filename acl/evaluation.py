@@ -61,8 +61,38 @@ def eval_test_set(env, eval_config) -> tuple[tuple[str, ...], np.ndarray]:
     levels, or the task-space set of `make_test_set` with no names ()."""
     ev = eval_config
     if ev.test_set:
+        if ev.task_low is not None or ev.task_high is not None:
+            raise ConfigError("eval.task_low/task_high and eval.test_set exclude each other")
         return named_test_set(env, ev.test_set, ev.seed)
-    return (), make_test_set(env.task_space, ev.num_test_tasks, ev.grid_per_dim, ev.seed)
+    return (), make_test_set(test_space(env, ev), ev.num_test_tasks, ev.grid_per_dim, ev.seed)
+
+
+def test_space(env, eval_config) -> Box:
+    """The box the task-space test set covers: the env's task space, or the part of it
+    that `eval.task_low` / `eval.task_high` give (e.g. its hardest tasks)."""
+    space = env.task_space
+    low, high = eval_config.task_low, eval_config.task_high
+    if low is None and high is None:
+        return space
+    box = []
+    for values, default, name in ((low, space.low, "task_low"), (high, space.high, "task_high")):
+        values = default if values is None else values
+        ok = isinstance(values, list | tuple) and len(values) == space.dim
+        ok = ok and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+        if not ok or not np.all(np.isfinite(values)):
+            raise ConfigError(
+                f"eval.{name} must be a list of {space.dim} finite numbers, got {values!r}"
+            )
+        box.append(tuple(float(v) for v in values))
+    test = space.replace(low=box[0], high=box[1], field_name="eval.task_low/eval.task_high")
+    if not (
+        np.all(np.asarray(test.low) >= space.low) and np.all(np.asarray(test.high) <= space.high)
+    ):
+        raise ConfigError(
+            f"eval.task_low/task_high {test.low}..{test.high} must lie inside the env's task "
+            f"space {space.low}..{space.high}"
+        )
+    return test
 
 
 @struct.dataclass

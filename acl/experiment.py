@@ -105,8 +105,10 @@ def run_experiment(
 
     start = time.perf_counter()
     keys = trainer.seed_keys()
-    init = trainer.jit_init_seeds().lower(keys).compile()
-    carry = init(keys)
+    # A challenged run hands the challenge's data (shared by all seeds) to init.
+    args = (keys,) if not trainer.challenged else (keys, trainer.config_challenge())
+    init = trainer.jit_init_seeds().lower(*args).compile()
+    carry = init(*args)
     run_chunk = trainer.jit_run_chunk_seeds().lower(carry).compile()
     compile_seconds = time.perf_counter() - start
 

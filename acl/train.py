@@ -35,8 +35,10 @@ from flax import struct
 from acl.agents import AGENTS
 from acl.benchmark.challenges import (
     Challenge,
+    ChallengeSpec,
     MappedEnv,
     apply_prior,
+    make_challenge,
     student_due,
     teacher_space,
     to_env,
@@ -112,11 +114,14 @@ class Components:
     agent: Any
 
 
-def build_components(config: ExperimentConfig, challenged: bool = False) -> Components:
+def build_components(config: ExperimentConfig, challenged: bool | None = None) -> Components:
     """Construct env, teacher and agent from the config; validates names and keys, no JIT.
 
     `challenged`: the teacher works in the unit cube that challenge data maps onto the
-    env's tasks (acl.benchmark.challenges) instead of in the env's task space."""
+    env's tasks (acl.benchmark.challenges) instead of in the env's task space; None:
+    when the config names a `challenge`."""
+    if challenged is None:
+        challenged = bool(config.challenge.name)
     env_kwargs = dict(config.env.kwargs)
     low, high = env_kwargs.pop("task_low", None), env_kwargs.pop("task_high", None)
     env_factory = ENVS.get(config.env.name, "env.name")
@@ -195,11 +200,14 @@ class Trainer:
         self,
         config: ExperimentConfig,
         components: Components | None = None,
-        challenged: bool = False,
+        challenged: bool | None = None,
     ):
         """`challenged`: `init` takes a `Challenge` (acl.benchmark.challenges) that maps the
         teacher's unit cube onto env tasks, sets the student's re-initialisation period and
-        the expert prior, as data. The test set stays on the env's own task space."""
+        the expert prior, as data. The test set stays on the env's own task space. None:
+        when the config names a `challenge` (`config_challenge` builds its data)."""
+        if challenged is None:
+            challenged = bool(config.challenge.name)
         self.config = config
         self.challenged = challenged
         if challenged and config.loop.reinit_every:
@@ -230,6 +238,19 @@ class Trainer:
         # not jax: closed-over jax arrays become hidden arguments of AOT calls.
         self.test_task_names, self.test_tasks = eval_test_set(self.env, config.eval)
         self.tasks_per_iteration = max(1, loop.task_log_size // self.iterations_per_chunk)
+
+    def config_challenge(self) -> Challenge | None:
+        """The data of the config's `challenge` section, or None when it names none."""
+        spec = self.config.challenge
+        if not spec.name:
+            return None
+        total_iterations = self.num_chunks * self.iterations_per_chunk
+        return make_challenge(
+            self.env,
+            ChallengeSpec(spec.name, spec.expert),
+            spec.seed,
+            reset_every=max(1, round(spec.forgetting_period * total_iterations)),
+        )
 
     @property
     def eval_key(self) -> jax.Array:
