@@ -183,3 +183,32 @@ def test_random_action_throughput_counts_every_instance_step():
     result = random_action_throughput(env, params, steps=300)
     assert result["env_steps"] == 4 * 300
     assert result["steps_per_second"] == pytest.approx(1200 / result["seconds"])
+
+
+def test_expert_cells_of_a_teacher_without_prior_are_copied_and_equal_a_real_run(
+    tmp_path, monkeypatch
+):
+    """Random takes no prior, so its expert-high cell is its no-expert cell by
+    construction: the runner copies it instead of running it, and running it anyway
+    gives the same table."""
+    settings = ["default", {"challenge": "default", "expert": "high"}]
+    suite = parse_suite(tiny_suite(teachers={"random": {}}, settings=settings))
+    assert not runner.takes_prior(suite, "random")
+    real_run = runner._Program.run
+    calls = []
+
+    def counting(self, spec, *args):
+        calls.append(spec.key)
+        return real_run(self, spec, *args)
+
+    monkeypatch.setattr(runner._Program, "run", counting)
+    copied = run_suite(suite, tmp_path / "copied", progress=False)
+    assert calls == ["default"]
+    prov = json.loads((tmp_path / "copied" / "provenance.json").read_text())
+    assert prov["cells"]["random__default+expert_high"] == {"copied_from": "random__default"}
+
+    monkeypatch.setattr(runner, "_prior_free_source", lambda *args: None)
+    ran = run_suite(suite, tmp_path / "ran", progress=False)
+    assert calls == ["default", "default", "default+expert_high"]
+    pd.testing.assert_frame_equal(copied, ran)
+    assert set(ran.expert) == {"none", "high"}

@@ -289,6 +289,15 @@ def run_suite(
 
     for label, spec in todo:
         bar.set_postfix(teacher=label, setting=spec.label)
+        source = _prior_free_source(suite, label, spec, out)
+        if source is not None:
+            # The teacher ignores the expert prior: the cell is the no-expert cell's run.
+            table = pd.read_csv(source).assign(expert=spec.expert)
+            _write_atomic(cell_path(out, label, spec), table.to_csv(index=False))
+            prov["cells"][f"{label}__{spec.key}"] = {"copied_from": source.stem}
+            bar.update(chunks_per_cell)
+            collect_results(suite, out)
+            continue
         start = time.perf_counter()
         compile_seconds = 0.0
         students = suite.students if spec.challenge == "students" else [None]
@@ -311,6 +320,24 @@ def run_suite(
     bar.close()
     _write_atomic(prov_file, json.dumps(prov, indent=2, default=str))
     return collect_results(suite, out)
+
+
+def takes_prior(suite: SuiteConfig, label: str) -> bool:
+    """Whether teacher `label` uses an expert prior (has `with_prior`)."""
+    teacher = build_components(suite.teacher_config(label), challenged=True).teacher
+    return getattr(teacher, "with_prior", None) is not None
+
+
+def _prior_free_source(
+    suite: SuiteConfig, label: str, spec: ChallengeSpec, out: Path
+) -> Path | None:
+    """The finished no-expert cell that an expert cell of a teacher ignoring priors
+    equals by construction (same seeds, same challenge, a prior it never reads), or
+    None when the cell must run."""
+    if spec.expert == "none" or spec.challenge == "students" or takes_prior(suite, label):
+        return None
+    source = cell_path(out, label, ChallengeSpec(spec.challenge))
+    return source if source.exists() else None
 
 
 def collect_results(suite: SuiteConfig, out: str | Path) -> pd.DataFrame:
