@@ -15,10 +15,11 @@ $(STAMP): setup.cfg pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# Random vs ALP-GMM on point_reach's mostly unfeasible space (docs/results/point_reach.md).
 run: $(STAMP)
-	$(PY) -m experiments.run --config experiments/configs/cartpole_unfeasible_random.yaml --out runs/cartpole_unfeasible_random
-	$(PY) -m experiments.run --config experiments/configs/cartpole_unfeasible_alp_gmm.yaml --out runs/cartpole_unfeasible_alp_gmm
-	$(PY) -m experiments.compare runs/cartpole_unfeasible_random runs/cartpole_unfeasible_alp_gmm --out runs/cartpole_unfeasible_compare
+	$(PY) -m experiments.run --config experiments/configs/point_reach_unfeasible_random.yaml --out runs/make_run/random
+	$(PY) -m experiments.run --config experiments/configs/point_reach_unfeasible_alp_gmm.yaml --out runs/make_run/alp_gmm
+	$(PY) -m experiments.compare runs/make_run/random runs/make_run/alp_gmm --out runs/make_run
 
 test: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"
