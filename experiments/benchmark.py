@@ -75,11 +75,19 @@ def main(argv=None) -> int:
         print("some cells are not finished yet; re-run the same command to resume")
         return 0
     if not args.no_report:
-        from acl.benchmark.report import load_results, markdown_table, summary, write_report
+        from acl.benchmark.report import (
+            findings_markdown,
+            load_results,
+            markdown_table,
+            summary,
+            teachmyagent_findings,
+            write_report,
+        )
 
         results = load_results(out)
         paths = write_report(results, out / "report")
         print(markdown_table(summary(results)))
+        print(findings_markdown(teachmyagent_findings(results)))
         print(f"report: {paths['summary.md'].parent}")
     return 0
 

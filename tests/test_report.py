@@ -318,9 +318,11 @@ def test_write_report(tmp_path):
     assert document["provenance"]["suite"] == "tiny"
     random_row = next(r for r in document["summary"] if r["teacher"] == "random")
     assert random_row["p_value"] is None  # NaN is written as null
+    results = report.load_results(FIXTURE)
     assert paths["summary.md"].read_text() == report.markdown_table(
-        report.summary(report.load_results(FIXTURE))
-    )
+        report.summary(results)
+    ) + report.findings_markdown(report.teachmyagent_findings(results))
+    assert document["teachmyagent_findings"] == report.teachmyagent_findings(results)
 
 
 def test_write_report_slice_with_two_settings(tmp_path, df):
@@ -368,3 +370,56 @@ def test_cli_prints_without_writing(capsys):
     assert report.main([str(FIXTURE)]) == 0
     out = capsys.readouterr().out
     assert "| riac | 26.0 ± 2.3 | 34.0 ± 2.3* | 37.5 ± 2.9 |" in out
+
+
+def _findings_table(scores: dict) -> pd.DataFrame:
+    """A results table from {(teacher, challenge, expert): [final score per seed]}."""
+    rows = []
+    for (teacher, challenge, expert), values in scores.items():
+        for seed, value in enumerate(values):
+            rows.append(
+                dict(
+                    suite="t",
+                    env="e",
+                    teacher=teacher,
+                    challenge=challenge,
+                    expert=expert,
+                    seed=seed,
+                    env_steps=100,
+                    pct_mastered=value,
+                    mean_return=0.0,
+                    train_return=0.0,
+                )
+            )
+    return pd.DataFrame(rows, columns=list(report.COLUMNS))
+
+
+def test_teachmyagent_findings_verdicts():
+    low, mid, high = [10.0, 12.0, 11.0, 9.0], [50.0, 52.0, 49.0, 51.0], [90.0, 92.0, 91.0, 89.0]
+    scores = {
+        ("random", "default", "none"): mid,
+        ("random", "unfeasible", "none"): low,
+        ("random", "trivial", "none"): mid,
+        ("alp_gmm", "default", "none"): high,
+        ("alp_gmm", "unfeasible", "none"): high,
+        ("alp_gmm", "trivial", "none"): mid,
+        ("alp_gmm", "rugged", "none"): high,
+        ("alp_gmm", "default", "high"): high,
+        ("alp_gmm", "unfeasible", "high"): [100.0, 99.0, 98.0, 100.0],
+        ("riac", "default", "none"): high,
+        ("riac", "rugged", "none"): low,
+        ("riac", "trivial", "none"): high,  # beats Random on trivial
+    }
+    found = {f["finding"]: f for f in report.teachmyagent_findings(_findings_table(scores))}
+    verdicts = {name.split()[0]: f["verdict"] for name, f in found.items()}
+    assert verdicts == {"ALP-GMM": "holds", "Expert": "holds", "Random": "fails", "RIAC": "holds"}
+    assert "riac" in found["Random is hard to beat on trivial spaces"]["evidence"]
+
+    scores[("alp_gmm", "unfeasible", "none")] = low  # no longer robust
+    scores[("riac", "rugged", "none")] = high  # no longer hurt
+    del scores[("alp_gmm", "unfeasible", "high")]
+    found = report.teachmyagent_findings(_findings_table(scores))
+    assert [f["verdict"] for f in found] == ["fails", "not measured", "fails", "fails"]
+    assert "RIAC and Covar-GMM suffer from rugged difficulty: fails" in report.findings_markdown(
+        found
+    )

@@ -294,6 +294,130 @@ def summary(df: pd.DataFrame, baseline: str = "random") -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _final_of(final: pd.DataFrame, teacher: str, challenge: str, expert: str = "none"):
+    return _rows_of(final, teacher, challenge, expert)["pct_mastered"].to_numpy(np.float64)
+
+
+def _mean_se(values: np.ndarray) -> str:
+    se = values.std(ddof=1) / np.sqrt(values.size) if values.size > 1 else math.nan
+    return f"{values.mean():.1f} ± {se:.1f}"
+
+
+def teachmyagent_findings(df: pd.DataFrame, baseline: str = "random") -> list[dict]:
+    """TeachMyAgent's four qualitative findings on its challenges, checked on `df`.
+
+    Each entry: `finding`, `verdict` ("holds", "fails" or "not measured": a cell it needs
+    is missing) and `evidence` (the numbers, mean ± SE of final % mastered, and Welch's
+    p). The rules, each a two-sided Welch test at ALPHA:
+
+    1. ALP-GMM is robust to unfeasible spaces: under "unfeasible" it beats the baseline
+       and is not significantly below its own "default" score.
+    2. Expert knowledge helps most on mostly unfeasible spaces: for each teacher with an
+       expert-high cell, the gain (expert high - none) under "unfeasible" is the largest
+       over the challenges it ran, and positive.
+    3. Random is hard to beat on trivial spaces: no teacher is significantly above the
+       baseline under "trivial".
+    4. RIAC and Covar-GMM suffer from rugged difficulty: each is significantly below its
+       own "default" score under "rugged".
+    """
+    final = final_scores(df)
+    names = set(final["teacher"])
+    results = []
+
+    def add(finding: str, verdict: str, evidence: str) -> None:
+        results.append({"finding": finding, "verdict": verdict, "evidence": evidence})
+
+    alp_unf, alp_def = (
+        _final_of(final, "alp_gmm", "unfeasible"),
+        _final_of(final, "alp_gmm", "default"),
+    )
+    base_unf = _final_of(final, baseline, "unfeasible")
+    finding = "ALP-GMM is robust to unfeasible spaces"
+    if min(alp_unf.size, alp_def.size, base_unf.size) < 2:
+        add(finding, "not measured", "needs alp_gmm and the baseline under default and unfeasible")
+    else:
+        p_base, p_own = welch_p(alp_unf, base_unf), welch_p(alp_unf, alp_def)
+        beats = alp_unf.mean() > base_unf.mean() and p_base < ALPHA
+        kept = alp_unf.mean() >= alp_def.mean() or not p_own < ALPHA
+        add(
+            finding,
+            "holds" if beats and kept else "fails",
+            f"unfeasible: alp_gmm {_mean_se(alp_unf)} vs {baseline} {_mean_se(base_unf)} "
+            f"(p = {p_base:.2g}); alp_gmm default {_mean_se(alp_def)} (p = {p_own:.2g})",
+        )
+
+    finding = "Expert knowledge helps most on mostly unfeasible spaces"
+    parts, verdicts = [], []
+    for teacher in sorted(names):
+        gains = {}
+        for challenge in CHALLENGES:
+            high, none = (
+                _final_of(final, teacher, challenge, "high"),
+                _final_of(final, teacher, challenge),
+            )
+            if high.size and none.size:
+                gains[challenge] = high.mean() - none.mean()
+        if "unfeasible" not in gains or len(gains) < 2 or max(abs(g) for g in gains.values()) == 0:
+            continue
+        best = max(gains, key=gains.get)
+        verdicts.append(best == "unfeasible" and gains["unfeasible"] > 0)
+        listed = ", ".join(f"{c} {g:+.1f}" for c, g in gains.items())
+        parts.append(f"{teacher}: gain of expert high over none: {listed}")
+    if not verdicts:
+        add(
+            finding,
+            "not measured",
+            "needs expert-high cells under unfeasible and another challenge",
+        )
+    else:
+        add(finding, "holds" if all(verdicts) else "fails", "; ".join(parts))
+
+    finding = "Random is hard to beat on trivial spaces"
+    base_triv = _final_of(final, baseline, "trivial")
+    rows = []
+    above = False
+    for teacher in sorted(names - {baseline}):
+        scores = _final_of(final, teacher, "trivial")
+        if scores.size < 2 or base_triv.size < 2:
+            continue
+        p = welch_p(scores, base_triv)
+        above |= scores.mean() > base_triv.mean() and p < ALPHA
+        rows.append(f"{teacher} {_mean_se(scores)} (p = {p:.2g})")
+    if not rows:
+        add(finding, "not measured", "needs the baseline and a teacher under trivial")
+    else:
+        add(
+            finding,
+            "fails" if above else "holds",
+            f"trivial: {baseline} {_mean_se(base_triv)}; " + ", ".join(rows),
+        )
+
+    finding = "RIAC and Covar-GMM suffer from rugged difficulty"
+    rows, verdicts = [], []
+    for teacher in sorted(names - {baseline}):
+        rugged, default = _final_of(final, teacher, "rugged"), _final_of(final, teacher, "default")
+        if min(rugged.size, default.size) < 2:
+            continue
+        p = welch_p(rugged, default)
+        if teacher in ("riac", "covar_gmm"):
+            verdicts.append(rugged.mean() < default.mean() and p < ALPHA)
+        rows.append(
+            f"{teacher} default {_mean_se(default)} -> rugged {_mean_se(rugged)} (p = {p:.2g})"
+        )
+    if not verdicts:
+        add(finding, "not measured", "needs riac or covar_gmm under default and rugged")
+    else:
+        add(finding, "holds" if all(verdicts) else "fails", "; ".join(rows))
+    return results
+
+
+def findings_markdown(findings: list[dict]) -> str:
+    lines = ["", "TeachMyAgent's findings, checked here (Welch's t-test, p < 0.05):", ""]
+    for entry in findings:
+        lines.append(f"- **{entry['finding']}: {entry['verdict']}.** {entry['evidence']}")
+    return "\n".join(lines) + "\n"
+
+
 def per_seed_table(df: pd.DataFrame, baseline: str = "random") -> pd.DataFrame:
     """Final % mastered of every run: index (teacher, seed), one column per setting; NaN where
     a (teacher, seed) has no run in that setting."""
@@ -712,7 +836,8 @@ def write_report(
     summ = summary(results, baseline)
     iqm = iqm_table(results, baseline, reps=reps, seed=seed)
     taus, profiles, cis = performance_profiles(results, baseline, reps=reps, seed=seed)
-    paths["summary.md"].write_text(markdown_table(summ))
+    findings = teachmyagent_findings(results, baseline)
+    paths["summary.md"].write_text(markdown_table(summ) + findings_markdown(findings))
     paths["summary.tex"].write_text(latex_table(summ))
     document = {
         "baseline": baseline,
@@ -728,6 +853,7 @@ def write_report(
             "confidence": iqm.attrs["confidence"],
             "teachers": iqm.to_dict(orient="records"),
         },
+        "teachmyagent_findings": findings,
         "provenance": provenance,
     }
     paths["summary.json"].write_text(json.dumps(_jsonable(document), indent=2))
