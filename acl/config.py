@@ -61,20 +61,24 @@ class LoopConfig:
 
     None (the default): the slot layout, one task per (step, instance) slot, an instance
     resetting at step t taking slot [t, i]; T * N tasks are drawn and only a few used.
-    The default stays None so existing runs and results reproduce bit for bit. A pool
-    should hold the most resets an iteration can see: about num_envs * num_steps / (the
-    shortest episode's length), e.g. 128 for cartpole at 8 x 128 (no episode ends in under
-    8 steps); `task_pool_overflow` says when it was too small.
+    The default stays None so existing runs and results reproduce bit for bit. Size a
+    pool for the busiest iterations, not the mean: on cartpole_unfeasible_alp_gmm (8 x 128
+    = 1,024 slots) resets average ~10 per iteration over the run but reach ~410 in its
+    first iterations, when uniform tasks on a mostly infeasible space end within a few
+    steps; there P = 512 never overflowed (2 seeds), 256 overflowed on ~4% of episodes and
+    128 on ~24%, in at most 23 of the run's 970 iterations, early ones.
+    `task_pool_overflow` tells.
 
     Teachers whose `sample` advances their state advance once per pool entry instead of
     once per slot, i.e. by P per iteration: the reverse curriculum's cursor moves P
     through its batch, and is moved back by the entries not handed out (so handed-out
     starts follow each other in the batch's order, as the docstring of
     acl.teachers.reverse promises); JSRL draws a guide horizon per pool entry and records
-    the mean of the P drawn (`last_guide_steps`); SVGG and the GMM teachers draw P goals
-    or tasks from an unchanged state (their particles and mixtures move in `update`).
-    PLR, ACCEL and PAIRED score whole levels and run in `batch` mode, where every
-    instance resets at the start of the rollout and the pool does not apply."""
+    the mean of the P drawn (`last_guide_steps`); SVGG, RIAC and the GMM teachers draw P
+    goals or tasks from an unchanged state (particles, regions and mixtures move in
+    `update`). PLR (one replay decision per `sample` call), ACCEL and PAIRED score whole
+    levels and run in `batch` mode, where every instance resets at the start of the
+    rollout and the pool does not apply."""
 
 
 @dataclass(frozen=True)
