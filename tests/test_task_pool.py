@@ -17,6 +17,7 @@ from acl.agents.ppo import make_ppo
 from acl.config import parse_config
 from acl.errors import ConfigError
 from acl.experiment import _rows
+from acl.rollout import Slots, TaskPool, take_from_pool
 from acl.spaces import Box
 from acl.teachers.base import Feedback, default_info
 from acl.train import Components, Trainer
@@ -77,6 +78,33 @@ def test_task_pool_accepts_null_and_whole_numbers():
     assert tiny_config(loop={"task_pool": None}).loop.task_pool is None
     assert tiny_config(loop={"task_pool": 16.0}).loop.task_pool == 16
     assert parse_config({**TINY, "loop": {**TINY["loop"], "task_pool": 64}}).loop.task_pool == 64
+
+
+def test_take_from_pool_hands_out_in_instance_order_and_keeps_own_task_past_the_end():
+    n = 4
+    slots = Slots(
+        env_state=None,
+        obs=None,
+        params=None,
+        task=-jnp.arange(1.0, n + 1)[:, None],  # tasks -1..-4 running
+        train_on=jnp.zeros(n, bool),
+        episode_return=None,
+        episode_length=None,
+        recurrent=None,
+        guide_steps=jnp.full(n, 7, jnp.int32),
+    )
+    pool = TaskPool(
+        task=jnp.arange(10.0, 15.0)[:, None],  # entries 0..4 are tasks 10..14
+        train_on=jnp.ones(5, bool),
+        guide_steps=jnp.arange(100, 105, dtype=jnp.int32),
+    )
+    done = jnp.array([True, False, True, True])
+    # Entries 0..2 are gone: instances 0, 2, 3 take entries 3, 4 and (past the end) none.
+    task, train_on, guide_steps, taken = take_from_pool(pool, jnp.int32(3), done, slots)
+    np.testing.assert_array_equal(task[:, 0], [13.0, -2.0, 14.0, -4.0])
+    np.testing.assert_array_equal(train_on, [True, False, True, False])
+    np.testing.assert_array_equal(guide_steps, [103, 7, 104, 7])
+    assert int(taken) == 6
 
 
 # -- the pool ----------------------------------------------------------------------------
