@@ -7,8 +7,9 @@
 
 A chunk is `iterations_per_chunk` iterations of: the teacher hands out tasks, the
 instances roll `num_steps` steps (taking new tasks at their own resets in `episode` mode,
-or all resetting onto new levels in `batch` mode), the agent updates, the teacher reads
-one feedback record per completed episode. Each chunk ends with an evaluation on the
+one drawn per (step, instance) slot or, with `loop.task_pool`, the next of a pool drawn
+per iteration; or all resetting onto new levels in `batch` mode), the agent updates, the
+teacher reads one feedback record per completed episode. Each chunk ends with an evaluation on the
 fixed test set (`eval.test_set`: the env's named levels, e.g. the maze's held-out mazes,
 with per-test-task solve rates; `eval.sampled_attempts`: episodes with sampled actions).
 
