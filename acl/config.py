@@ -49,6 +49,36 @@ class LoopConfig:
     max_feedback: int = 0
     """Completed episodes passed to the teacher per update (0: one slot per step and
     instance, i.e. all). Episodes beyond it are counted in `feedback_dropped`."""
+    task_pool: int | None = None
+    """`episode` mode: tasks the teacher draws per iteration, P <= num_envs * num_steps.
+    The k-th reset of the iteration (resets ordered by step, then instance) takes pool
+    entry k, so each drawn task is handed out at most once. A reset beyond the pool
+    (overflow) restarts the instance on the task it just ran, with its train_on and guide
+    horizon, and draws nothing; overflow resets are counted in `task_pool_overflow`.
+    `update` gets the pool as `tasks` [P, D]: its first min(resets, P) rows were handed
+    out, and a teacher that sets `reads_handed_out = True` is told that count
+    (`handed_out=`; acl.teachers.base).
+
+    None (the default): the slot layout, one task per (step, instance) slot, an instance
+    resetting at step t taking slot [t, i]; T * N tasks are drawn and only a few used.
+    The default stays None so existing runs and results reproduce bit for bit. Size a
+    pool for the busiest iterations, not the mean: on cartpole_unfeasible_alp_gmm (8 x 128
+    = 1,024 slots) resets average ~10 per iteration over the run but reach ~410 in its
+    first iterations, when uniform tasks on a mostly infeasible space end within a few
+    steps; there P = 512 never overflowed (2 seeds), 256 overflowed on ~4% of episodes and
+    128 on ~24%, in at most 23 of the run's 970 iterations, early ones.
+    `task_pool_overflow` tells.
+
+    Teachers whose `sample` advances their state advance once per pool entry instead of
+    once per slot, i.e. by P per iteration: the reverse curriculum's cursor moves P
+    through its batch, and is moved back by the entries not handed out (so handed-out
+    starts follow each other in the batch's order, as the docstring of
+    acl.teachers.reverse promises); JSRL draws a guide horizon per pool entry and records
+    the mean of the P drawn (`last_guide_steps`); SVGG, RIAC and the GMM teachers draw P
+    goals or tasks from an unchanged state (particles, regions and mixtures move in
+    `update`). PLR (one replay decision per `sample` call), ACCEL and PAIRED score whole
+    levels and run in `batch` mode, where every instance resets at the start of the
+    rollout and the pool does not apply."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +160,7 @@ _POSITIVE = {
 }
 _NON_NEGATIVE = {"eval.sampled_attempts"}
 _NAME_OR_NAMES = {"eval.test_set"}
+_OPTIONAL_INT = {"loop.task_pool"}
 _PRESETS = "presets"
 """Top-level key of named override sets (`presets: {cpu: {loop: {...}}}`), applied by
 `load_config(..., preset=)` / `--preset`; not part of the config itself."""
@@ -205,6 +236,11 @@ def _section(cls, data: Any, field_name: str):
                 raise ConfigError(f"{field_name}.{key}: expected an integer, got {value!r}")
         elif f"{field_name}.{key}" in _NAME_OR_NAMES:
             value = _name_or_names(value, f"{field_name}.{key}")
+        elif f"{field_name}.{key}" in _OPTIONAL_INT:
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise ConfigError(f"{field_name}.{key}: expected an integer or null, got {value!r}")
         elif isinstance(default, str) and not isinstance(value, str):
             raise ConfigError(f"{field_name}.{key}: expected a string, got {value!r}")
         values[key] = value
@@ -325,6 +361,14 @@ def validate(config: ExperimentConfig) -> None:
     if loop.mode not in ("episode", "batch"):
         raise ConfigError(f"loop.mode must be 'episode' or 'batch', got '{loop.mode}'")
     steps_per_iteration = loop.num_envs * loop.num_steps
+    if loop.task_pool is not None:
+        if loop.mode != "episode":
+            raise ConfigError("loop.task_pool applies to loop.mode: episode; leave it out (null)")
+        if not 0 < loop.task_pool <= steps_per_iteration:
+            raise ConfigError(
+                f"loop.task_pool must be in 1..num_envs * num_steps ({steps_per_iteration}), "
+                f"got {loop.task_pool}"
+            )
     if loop.eval_every < steps_per_iteration:
         raise ConfigError(
             f"loop.eval_every ({loop.eval_every}) must be >= num_envs * num_steps "

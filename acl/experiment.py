@@ -40,6 +40,7 @@ def _rows(
             "train_success": float(metrics.train_success[i]),
             "episodes": int(metrics.episodes[i]),
             "feedback_dropped": int(metrics.feedback_dropped[i]),
+            "task_pool_overflow": int(metrics.task_pool_overflow[i]),
         }
         for key, value in sorted(metrics.agent_metrics.items()):
             row[f"agent_{key}"] = float(value[i])

@@ -48,6 +48,37 @@ def select_instances(mask: jax.Array, new: Any, old: Any) -> Any:
     return jax.tree.map(pick, new, old)
 
 
+@struct.dataclass
+class TaskPool:
+    """Tasks drawn for one iteration, handed out in reset order (`loop.task_pool`);
+    leaves lead with [P]."""
+
+    task: jax.Array
+    """[P, D]"""
+    train_on: jax.Array
+    """[P]"""
+    guide_steps: jax.Array | None = None
+    """[P] int32 guide horizons; None: restarting instances keep their own (or have none)."""
+
+
+def take_from_pool(pool: TaskPool, taken: jax.Array, done: jax.Array, slots: Slots):
+    """What each instance restarts on at this step, and the pool entries taken after it.
+
+    The instances that reset here (done [N]) take the next entries in instance order,
+    from entry `taken` on; past the pool's end an instance keeps its own task (overflow).
+    Returns (task [N, D], train_on [N], guide_steps [N] or None, taken)."""
+    size = pool.task.shape[0]
+    index = taken + jnp.cumsum(done) - done  # resets before this one, this iteration
+    fits = done & (index < size)
+    index = jnp.minimum(index, size - 1)
+    task = select_instances(fits, pool.task[index], slots.task)
+    train_on = jnp.where(fits, pool.train_on[index], slots.train_on)
+    guide_steps = slots.guide_steps
+    if pool.guide_steps is not None:
+        guide_steps = jnp.where(fits, pool.guide_steps[index], slots.guide_steps)
+    return task, train_on, guide_steps, taken + done.sum(dtype=jnp.int32)
+
+
 def achieved_goal(env, obs: jax.Array) -> jax.Array | None:
     """[N, O] -> [N, G] for goal envs (envs.base.GoalTaskEnv), else None."""
     read = getattr(env, "achieved_goal", None)
@@ -90,11 +121,15 @@ def collect(
     num_steps: int,
     guide=None,
     next_guide_steps: jax.Array | None = None,
+    pool: TaskPool | None = None,
 ):
     """Roll N instances for `num_steps` steps.
 
     An instance whose episode ends at step t restarts on `next_tasks[t]` ([T, N, D]), or on
-    its own task again when `next_tasks` is None (batch mode).
+    its own task again when `next_tasks` is None (batch mode). With a `pool` (and
+    `next_tasks`, `next_train_on`, `next_guide_steps` None) the k-th reset of the call, in
+    step then instance order, takes entry k of the pool, and resets beyond its size
+    restart on their own task (`take_from_pool`).
 
     `guide` (a teacher's, or None): while an episode has taken fewer than
     `slots.guide_steps` steps, the guide's action is executed instead of the agent's; a
@@ -106,8 +141,11 @@ def collect(
     n = slots.task.shape[0]
     if guide is not None and slots.guide_steps is None:
         raise ValueError("collect: a guide needs slots with guide_steps (start_slots(...))")
+    if pool is not None and not (next_tasks is None and next_train_on is None):
+        raise ValueError("collect: a pool replaces next_tasks and next_train_on; pass None")
 
-    def step(slots: Slots, xs):
+    def step(carry, xs):
+        slots, taken = carry
         step_key, new_task, new_train_on, new_guide_steps = xs
         guided = None
         if guide is None:
@@ -147,7 +185,11 @@ def collect(
             extras=extras,
             guided=guided,
         )
-        if new_task is None:
+        if pool is not None:
+            new_task, new_train_on, new_guide_steps, taken = take_from_pool(
+                pool, taken, done, slots
+            )
+        elif new_task is None:
             new_task, new_train_on = slots.task, slots.train_on
         if new_guide_steps is None:
             new_guide_steps = slots.guide_steps
@@ -163,9 +205,11 @@ def collect(
             recurrent=recurrent,
             guide_steps=slots.guide_steps,
         )
-        return select_instances(done, fresh, continuing), (transition, record)
+        return (select_instances(done, fresh, continuing), taken), (transition, record)
 
     xs = (jax.random.split(key, num_steps), next_tasks, next_train_on, next_guide_steps)
-    slots, (transitions, records) = jax.lax.scan(step, slots, xs, length=num_steps)
+    # Pool entries taken so far; None (no carry at all) in the slot layout.
+    taken = None if pool is None else jnp.zeros((), jnp.int32)
+    (slots, _), (transitions, records) = jax.lax.scan(step, (slots, taken), xs, length=num_steps)
     feedback = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), records)
     return slots, transitions, feedback

@@ -7,8 +7,9 @@
 
 A chunk is `iterations_per_chunk` iterations of: the teacher hands out tasks, the
 instances roll `num_steps` steps (taking new tasks at their own resets in `episode` mode,
-or all resetting onto new levels in `batch` mode), the agent updates, the teacher reads
-one feedback record per completed episode. Each chunk ends with an evaluation on the
+one drawn per (step, instance) slot or, with `loop.task_pool`, the next of a pool drawn
+per iteration; or all resetting onto new levels in `batch` mode), the agent updates, the
+teacher reads one feedback record per completed episode. Each chunk ends with an evaluation on the
 fixed test set (`eval.test_set`: the env's named levels, e.g. the maze's held-out mazes,
 with per-test-task solve rates; `eval.sampled_attempts`: episodes with sampled actions).
 
@@ -46,7 +47,7 @@ from acl.benchmark.challenges import (
 from acl.config import ExperimentConfig, check_kwargs
 from acl.errors import ConfigError
 from acl.evaluation import eval_test_set, evaluate, solve_rate
-from acl.rollout import Slots, collect, start_slots
+from acl.rollout import Slots, TaskPool, collect, start_slots
 from acl.teachers import TEACHERS
 from acl.teachers.base import compact_feedback
 from envs import ENVS
@@ -97,6 +98,9 @@ class ChunkMetrics:
     """Episodes completed in the chunk."""
     feedback_dropped: jax.Array
     """Completed episodes the teacher did not see (beyond `loop.max_feedback`)."""
+    task_pool_overflow: jax.Array
+    """Resets beyond `loop.task_pool` in the chunk's iterations: those instances restarted
+    on the task they had just run. Always 0 without a pool."""
     loss: jax.Array
     """Total agent loss of every iteration, [iterations_per_chunk]."""
     agent_metrics: dict
@@ -220,6 +224,7 @@ class Trainer:
         # Static: without a guide the rollout traces no guide code at all.
         self.guide = getattr(self.teacher, "guide", None)
         self.reads_rollout = getattr(self.teacher, "reads_rollout", False)
+        self.reads_handed_out = getattr(self.teacher, "reads_handed_out", False)
         loop = config.loop
         bind = getattr(self.agent, "bind", None)
         if bind is not None:
@@ -227,6 +232,7 @@ class Trainer:
             # and HER relabelling) learn the env and the instance count here.
             bind(self.env, loop.num_envs)
         self.num_envs, self.num_steps = loop.num_envs, loop.num_steps
+        self.task_pool = loop.task_pool if loop.mode == "episode" else None
         self.steps_per_iteration = loop.num_envs * loop.num_steps
         self.iterations_per_chunk = max(1, loop.eval_every // self.steps_per_iteration)
         self.steps_per_chunk = self.iterations_per_chunk * self.steps_per_iteration
@@ -297,7 +303,14 @@ class Trainer:
         key, sample_key, rollout_key, update_key, reinit_key = jax.random.split(seed.key, 5)
         teacher_state, slots = seed.teacher_state, seed.slots
         env = self.rollout_env(seed.challenge)
-        if self.config.loop.mode == "episode":
+        pool = next_tasks = next_train_on = next_guide_steps = None
+        if self.task_pool is not None:
+            # The k-th reset of the iteration takes pool entry k (acl.rollout.take_from_pool).
+            teacher_state, tasks, info = self.teacher.sample(
+                teacher_state, sample_key, self.task_pool
+            )
+            pool = TaskPool(tasks, info.train_on, self._guide_steps(info))
+        elif self.config.loop.mode == "episode":
             # One task per (step, instance): an instance that resets at step t takes [t, i].
             n = self.num_steps * self.num_envs
             teacher_state, tasks, info = self.teacher.sample(teacher_state, sample_key, n)
@@ -314,7 +327,6 @@ class Trainer:
             slots = start_slots(
                 env, self.agent, reset_key, tasks, info.train_on, self._guide_steps(info)
             )
-            next_tasks = next_train_on = next_guide_steps = None
         slots, batch, feedback = collect(
             env,
             self.agent,
@@ -326,7 +338,13 @@ class Trainer:
             self.num_steps,
             guide=self.guide,
             next_guide_steps=next_guide_steps,
+            pool=pool,
         )
+        # Every completed episode is a reset: with a pool, the first P take its entries.
+        handed_out = overflow = None
+        if pool is not None:
+            handed_out = jnp.minimum(feedback.count, self.task_pool).astype(jnp.int32)
+            overflow = feedback.count.astype(jnp.int32) - handed_out
         episode_stats = {
             "return_sum": (feedback.episode_return * feedback.mask).sum(),
             "success_sum": (feedback.success & feedback.mask).sum(),
@@ -336,12 +354,12 @@ class Trainer:
         if self.config.loop.max_feedback:
             feedback, dropped = compact_feedback(feedback, self.config.loop.max_feedback)
         agent_state, agent_metrics = self.agent.update(seed.agent_state, batch, update_key)
+        extra = {}
         if self.reads_rollout:
-            teacher_state = self.teacher.update(
-                teacher_state, tasks, feedback, iteration, rollout=batch
-            )
-        else:
-            teacher_state = self.teacher.update(teacher_state, tasks, feedback, iteration)
+            extra["rollout"] = batch
+        if self.reads_handed_out and handed_out is not None:
+            extra["handed_out"] = handed_out
+        teacher_state = self.teacher.update(teacher_state, tasks, feedback, iteration, **extra)
         due = None
         if seed.challenge is not None:
             # A real branch unless challenges with different periods share a vmap.
@@ -355,6 +373,7 @@ class Trainer:
         stats = {
             **episode_stats,
             "dropped": dropped,
+            "pool_overflow": jnp.zeros((), jnp.int32) if overflow is None else overflow,
             "agent": agent_metrics,
             "tasks": self.env_tasks(tasks[: self.tasks_per_iteration], seed.challenge),
         }
@@ -397,6 +416,7 @@ class Trainer:
             train_success=stats["success_sum"].sum() / jnp.maximum(episodes, 1),
             episodes=episodes,
             feedback_dropped=stats["dropped"].sum(),
+            task_pool_overflow=stats["pool_overflow"].sum(),
             loss=stats["agent"]["loss"],
             agent_metrics=jax.tree.map(jnp.mean, stats["agent"]),
             tasks=stats["tasks"].reshape(-1, stats["tasks"].shape[-1]),

@@ -13,6 +13,8 @@ Keywords of `check_teacher` for teachers beyond the box tasks of `SPACE`:
   -> `acl.agents.common.Transition` [T, n] passed to `update(..., rollout=...)`; pure
   JAX (it is vmapped over seeds). Default: `fake_rollout(key, n)` (random rewards and
   dones, `extras.value`). Ignored for other teachers.
+
+Teachers with `reads_handed_out` get a random task-pool count `handed_out=` in [0, batch].
 """
 
 from __future__ import annotations
@@ -132,6 +134,12 @@ def check_teacher(
 
         def update_fn(state, tasks, feedback, step, key):
             return teacher.update(state, tasks, feedback, step, rollout=make_rollout(key, tasks))
+    elif getattr(teacher, "reads_handed_out", False):
+
+        def update_fn(state, tasks, feedback, step, key):
+            # A task pool's count: some leading tasks were handed out, the rest not.
+            count = jax.random.randint(key, (), 0, tasks.shape[0] + 1)
+            return teacher.update(state, tasks, feedback, step, handed_out=count)
     else:
 
         def update_fn(state, tasks, feedback, step, key):

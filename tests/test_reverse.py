@@ -318,6 +318,30 @@ def test_replay_mix_of_handed_out_tasks():
     assert int(state.cursor) == 200 % b
 
 
+def test_a_task_pool_moves_the_cursor_back_over_the_entries_not_handed_out():
+    teacher = maze_teacher()
+    state = init(teacher)
+    _, sample, update = jitted(teacher)
+    batch = np.asarray(teacher.batch_tasks(state))
+    state, pool, _ = sample(state, jax.random.PRNGKey(0), 50)
+    no_episodes = padded(
+        Feedback(
+            task=jnp.zeros((0, 4)),
+            episode_return=jnp.zeros(0),
+            success=jnp.zeros(0, bool),
+            length=jnp.zeros(0, jnp.int32),
+            mask=jnp.zeros(0, bool),
+        )
+    )
+    # Step 0 ends no round (updates_per_round 2); 17 of the 50 entries were handed out.
+    kept = update(state, pool, no_episodes, jnp.int32(0))
+    assert int(kept.cursor) == 50 % teacher.batch_size
+    state = update(state, pool, no_episodes, jnp.int32(0), handed_out=jnp.int32(17))
+    assert int(state.cursor) == 17
+    _, after, _ = sample(state, jax.random.PRNGKey(1), 5)
+    np.testing.assert_array_equal(np.asarray(after), batch[17:22])
+
+
 def test_reservoir_when_the_buffer_is_full():
     teacher = maze_teacher()
     assert teacher.buffer_capacity == 4

@@ -21,6 +21,14 @@ rollout), calls `update(state, tasks, feedback, step, rollout=batch)` with the r
 `acl.agents.common.Transition` [T, N] (rewards, dones, and the agent's `extras`, e.g.
 PPO's values).
 
+In `episode` mode with a task pool (`loop.task_pool`, P), `sample` is called for P tasks
+per iteration and the k-th reset of the iteration takes the k-th; `update` then gets the
+pool as `tasks` [P, D], of which the first `handed_out` = min(resets, P) were used. A
+teacher that needs that count sets the class attribute `reads_handed_out = True` and
+takes `update(..., handed_out=None)`: an int32 scalar with a pool, None without one (the
+slot layout, where `tasks` [T * N, D] holds one task per (step, instance) slot).
+Feedback records carry the task each episode actually ran on in either layout.
+
 `step` is the number of `update` calls before this one. It is the same for every seed
 and never vmapped, so periodic work keyed on it (a GMM fit every `fit_every` updates)
 stays a real `lax.cond` under a vmap over seeds instead of a select that runs every time.

@@ -34,6 +34,9 @@ iterations) on a fixed batch of B = n_new + n_old starts:
 Batch tasks are handed out in order, cycling through the batch from a cursor that
 carries over between `sample` calls, so the n_new : n_old mix of the handed-out tasks
 is the batch's and every start gets about the same share of episodes.
+With a task pool (`loop.task_pool`) the pool's first entries are the ones handed out,
+so `update` moves the cursor back by the entries that were not (`handed_out`): the
+next pool continues right after the last start handed out.
 
 Where this departs from the paper, and why:
 - Fixed-size arrays throughout. The good-start buffer has `buffer_capacity` slots; when
@@ -164,6 +167,9 @@ class ReverseTeacher:
     base_task: tuple[float, ...] | None = None
     """The task that fixes the goal; None: the task space's default task."""
 
+    reads_handed_out = True
+    """Protocol flag (not a field): `update` takes `handed_out` (acl.teachers.base)."""
+
     def __post_init__(self):
         checks.check_env(self.env, self.task_space, "reverse", **START_ENV)
         for name in (
@@ -261,11 +267,22 @@ class ReverseTeacher:
         return same & feedback.mask.astype(bool)[:, None]
 
     def update(
-        self, state: ReverseState, tasks: jax.Array, feedback: Feedback, step: jax.Array
+        self,
+        state: ReverseState,
+        tasks: jax.Array,
+        feedback: Feedback,
+        step: jax.Array,
+        handed_out: jax.Array | None = None,
     ) -> ReverseState:
         """Counts attempts and successes per batch start; at a round boundary
-        ((step + 1) % updates_per_round == 0) labels, fills the buffer and expands."""
-        del tasks
+        ((step + 1) % updates_per_round == 0) labels, fills the buffer and expands.
+
+        `handed_out` (a task pool's): only tasks[:handed_out] were used, so the cursor
+        moves back over the rest; the next `sample` hands those starts out first."""
+        if handed_out is not None:
+            unused = tasks.shape[0] - jnp.clip(handed_out, 0, tasks.shape[0])
+            cursor = (state.cursor - unused) % self.batch_size
+            state = state.replace(cursor=cursor.astype(jnp.int32))
         hits = self.match(state, feedback)
         wins = hits & feedback.success.astype(bool)[:, None]
         state = state.replace(
