@@ -44,6 +44,14 @@ def main(argv=None) -> int:
     parser.add_argument("--teachers", nargs="+", default=["random", "alp_gmm"])
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key, e.g. loop.task_pool=256",
+    )
+    parser.add_argument(
         "--iterations", type=int, default=None, help="iterations per timed call (default: the run)"
     )
     parser.add_argument("--rounds", type=int, default=5, help="timed calls per teacher")
@@ -54,7 +62,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.rounds < 1 or (args.iterations or 1) < 1 or args.warmup < 0:
         parser.error("--rounds and --iterations must be >= 1, --warmup >= 0")
-    base = load_config(args.config, num_seeds=args.seeds)
+    base = load_config(args.config, args.overrides, num_seeds=args.seeds)
     teachers = ["random"] + [t for t in args.teachers if t != "random"]
     trainers = {name: Trainer(with_teacher(base, name)) for name in teachers}
     reference = trainers["random"]

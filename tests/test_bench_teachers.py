@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from experiments import bench_teachers
 
 
@@ -27,3 +29,18 @@ def test_overhead_per_round_and_median(tmp_path):
     # The config's teacher keys reach the teachers that take them.
     assert document["config"]["teacher"]["fit_every"] == 23
     assert document["table"][1]["teacher"] == "alp_gmm"
+
+
+@pytest.mark.slow  # two teachers compiled on a challenged config: about a minute
+def test_a_challenged_config_with_overrides(tmp_path):
+    """The make run config trains under a challenge; `--set` reaches the loop."""
+    out = tmp_path / "bench.json"
+    config = "experiments/configs/point_reach_unfeasible_alp_gmm.yaml"
+    code = bench_teachers.main(
+        ["--config", config, "--seeds", "1", "--iterations", "2", "--rounds", "1"]
+        + ["--set", "loop.task_pool=64", "--out", str(out)]
+    )
+    assert code == 0
+    document = json.loads(out.read_text())
+    assert document["config"]["challenge"]["name"] == "unfeasible"
+    assert document["config"]["loop"]["task_pool"] == 64

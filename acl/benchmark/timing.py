@@ -98,10 +98,14 @@ def compile_training(
         return jax.lax.scan(trainer._iteration, seed_carry, steps)[0]
 
     keys = trainer.seed_keys()
-    carry = jax.jit(jax.vmap(trainer.init, out_axes=trainer.carry_axes))(keys)
+    # A challenged trainer (the config's `challenge`) shares its challenge across seeds.
+    args = (keys, trainer.config_challenge()) if trainer.challenged else (keys,)
+    carry = trainer.jit_init_seeds()(*args)
     first = jnp.int32(0)
     start = time.perf_counter()
-    run = jax.jit(jax.vmap(train_iterations, in_axes=(0, None))).lower(carry.seed, first).compile()
+    axes = trainer.carry_axes.seed
+    vmapped = jax.vmap(train_iterations, in_axes=(axes, None), out_axes=axes)
+    run = jax.jit(vmapped).lower(carry.seed, first).compile()
     compile_seconds = time.perf_counter() - start
     seed_carry, done = carry.seed, 0
     while done < warmup_iterations:
