@@ -67,7 +67,6 @@ class LoopConfig:
     first iterations, when uniform tasks on a mostly infeasible space end within a few
     steps; there P = 512 never overflowed (2 seeds), 256 overflowed on ~4% of episodes and
     128 on ~24%, in at most 23 of the run's 970 iterations, early ones.
-    `task_pool_overflow` tells.
 
     Teachers whose `sample` advances their state advance once per pool entry instead of
     once per slot, i.e. by P per iteration: the reverse curriculum's cursor moves P
