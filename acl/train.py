@@ -1,4 +1,4 @@
-"""The curriculum loop (DESIGN.md contract 4).
+"""The curriculum loop.
 
     trainer = make_train(config)
     carry = trainer.init(key)

@@ -1,4 +1,4 @@
-"""JAX environments with an explicit task argument (DESIGN.md contract 1).
+"""JAX environments with an explicit task argument.
 
 Importing this package registers every env in `ENVS`; build one with `make_env(name)`.
 """

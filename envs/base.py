@@ -1,4 +1,4 @@
-"""The environment contract (DESIGN.md contract 1).
+"""The environment contract.
 
     reset(key, params) -> (obs, state)
     step(key, state, action, params) -> (obs, state, reward, terminated, truncated, info)

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 DEFAULT_BITS = (10, 15, 20, 30, 40, 50)
-# Env steps per seed. Reference points (REFERENCES.md): HER-DQN converged in ~150k env
+# Env steps per seed. Reference points (published figures): HER-DQN converged in ~150k env
 # steps at 15 bits and ~1.5M at 20 bits; the HER paper's own runs are far longer.
 DEFAULT_BUDGET = {10: 48_000, 15: 192_000, 20: 1_500_000, 30: 3_000_000, 40: 5_000_000}
 LEVEL = 90.0

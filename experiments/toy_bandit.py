@@ -36,7 +36,7 @@ SETTINGS = {
     "d4": {"num_dims": 4, "num_distractors": 0},
 }
 TEACHER_NAMES = ("random", "riac", "alp_gmm", "covar_gmm")
-# teachDeepRL's own code, d = 2, 20k episodes, 3 seeds, 2-core CPU (REFERENCES.md).
+# teachDeepRL's own code, d = 2, 20k episodes, 3 seeds, 2-core CPU (published figures).
 REFERENCE_D2 = {
     "random": {"final": 4.0, "per_seed": [4, 4, 4], "seconds_per_seed": "2.6"},
     "riac": {"final": 52.0, "per_seed": [52, 54, 50], "seconds_per_seed": "28-40"},

@@ -177,7 +177,7 @@ def test_toy_bandit_riac_beats_random():
     ours = run_toy_bandit(riac, bandit, 20_000, 1_000, num_seeds=16).scores[:, -1]
     random = run_toy_bandit(RandomTeacher(bandit.task_space), bandit, 20_000, 1_000, 16)
     random = random.scores[:, -1]
-    # Reference: RIAC 52.0, Random 4.0 (REFERENCES.md).
+    # Reference: RIAC 52.0, Random 4.0 (published figures).
     assert ours.mean() >= 40.0, ours
     assert ours.min() > random.max() + 20, (ours, random)
 

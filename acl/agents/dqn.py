@@ -1,6 +1,6 @@
 """Double DQN with an episode replay buffer and hindsight relabelling (HER), as a pure agent.
 
-Agent contract (DESIGN.md contract 3):
+Agent contract:
     bind(env, num_envs)                      (host side, once; the loop calls it)
     init(key, obs_space, action_space) -> DQNState
     act(state, obs, carry, key, deterministic=False) -> (action, carry, ())

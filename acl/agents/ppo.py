@@ -1,6 +1,6 @@
 """Proximal policy optimisation (Schulman et al. 2017), PureJaxRL-style, as a pure agent.
 
-Agent contract (DESIGN.md contract 3):
+Agent contract:
     init(key, obs_space, action_space) -> PPOState
     act(state, obs, carry, key, deterministic) -> (action, carry, PPOExtras)
     update(state, batch, key) -> (state, metrics)

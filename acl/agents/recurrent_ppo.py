@@ -8,7 +8,7 @@ LSTM (256 units) and actor and critic heads (one hidden layer of 32, relu). Defa
 those papers' PPO: lr 1e-4 annealed, 5 epochs of 1 minibatch, gamma 0.995, GAE lambda
 0.98, clip 0.2, entropy 1e-3, value coefficient 0.5, grad-norm 0.5.
 
-Agent contract (DESIGN.md contract 3):
+Agent contract:
     bind(env, num_envs)                 picks the encoder from the env (before init)
     init(key, obs_space, action_space) -> RecurrentPPOState
     initial_carry(n) -> LSTM carry (c [n, H], h [n, H]), zeros

@@ -1,4 +1,4 @@
-"""The teacher protocol (DESIGN.md contract 2) and the per-episode feedback record.
+"""The teacher protocol and the per-episode feedback record.
 
 A teacher object holds only shape-setting fields; everything numeric lives in the
 `TeacherParams` pytree (vmappable) and the typed `TeacherState`:

@@ -47,7 +47,7 @@ Where this departs from the paper, and why:
   share an h; each still needs a full window.
 
 Stage changes depend on per-seed returns, so under a vmap over seeds they are selects
-on a few scalars and a [window] array (DESIGN.md, "vmap and control flow"): nothing
+on a few scalars and a [window] array (the original design, "vmap and control flow"): nothing
 expensive runs on either side.
 """
 

@@ -62,7 +62,7 @@ Where this departs from the paper, and why:
   (the batch and its counts are kept until the next round boundary).
 - The round boundary is `(step + 1) % updates_per_round == 0` on the loop's update
   counter, the same for every seed, so under `vmap` over seeds the expansion is a real
-  `lax.cond` branch (DESIGN.md, "vmap and control flow"); all per-seed choices inside it
+  `lax.cond` branch (the original design, "vmap and control flow"); all per-seed choices inside it
   are selects.
 - The paper's start collection skips states within a distance threshold of stored ones;
   here only identical copies within one batch are merged, so the buffer can hold a
