@@ -17,7 +17,7 @@ Where this differs from the reference, and why:
   space (the toy bandit) it is the reference's computation.
 - The ALP history is a ring of `history_size` points (the reference keeps all of them).
 - The fit is triggered by the shared update counter: `(step + 1) % fit_every == 0`, as a
-  `lax.cond` that stays a real branch under a vmap over seeds (the original design, "vmap and control
+  `lax.cond` that stays a real branch under a vmap over seeds ("vmap and control
   flow"). `fit_every` defaults to `fit_rate`, which is the reference's schedule exactly when
   one episode arrives per update (the toy-bandit protocol). In the RL loop, where one update
   brings many episodes, set `fit_every` so that about `fit_rate` episodes arrive between
