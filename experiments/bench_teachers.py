@@ -24,6 +24,7 @@ import statistics
 
 from acl.benchmark.timing import compile_training, report
 from acl.config import ComponentConfig, load_config
+from experiments.run import add_overrides_argument
 from acl.teachers import TEACHERS
 from acl.train import Trainer, _accepted_keys
 
@@ -43,14 +44,7 @@ def main(argv=None) -> int:
     parser.add_argument("--config", default="experiments/configs/cartpole_unfeasible_alp_gmm.yaml")
     parser.add_argument("--teachers", nargs="+", default=["random", "alp_gmm"])
     parser.add_argument("--seeds", type=int, default=None)
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config key, e.g. loop.task_pool=256",
-    )
+    add_overrides_argument(parser)
     parser.add_argument(
         "--iterations", type=int, default=None, help="iterations per timed call (default: the run)"
     )

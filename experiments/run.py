@@ -14,9 +14,8 @@ from acl.errors import ConfigError
 from acl.results import format_table
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m experiments.run", description=__doc__)
-    parser.add_argument("--config", required=True, help="YAML config file")
+def add_overrides_argument(parser: argparse.ArgumentParser) -> None:
+    """The repeatable `--set KEY=VALUE` config override (into `args.overrides`)."""
     parser.add_argument(
         "--set",
         dest="overrides",
@@ -25,6 +24,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         metavar="KEY=VALUE",
         help="override a config key, e.g. loop.num_envs=8",
     )
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m experiments.run", description=__doc__)
+    parser.add_argument("--config", required=True, help="YAML config file")
+    add_overrides_argument(parser)
     parser.add_argument(
         "--preset", default=None, help="apply the config's presets.NAME section, e.g. cpu"
     )
