@@ -24,9 +24,9 @@ import statistics
 
 from acl.benchmark.timing import compile_training, report
 from acl.config import ComponentConfig, load_config
-from experiments.run import add_overrides_argument
 from acl.teachers import TEACHERS
 from acl.train import Trainer, _accepted_keys
+from experiments.run import add_overrides_argument
 
 
 def with_teacher(config, name: str):
