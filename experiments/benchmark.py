@@ -1,6 +1,7 @@
 """TeachMyAgent-style benchmark: teachers x challenges x seeds, resumable.
 
-    python -m experiments.benchmark --suite quick          # classic envs, 2 CPU cores
+    python -m experiments.benchmark --suite quick          # point_reach, 2 CPU cores
+    python -m experiments.benchmark --suite quick_cartpole # the former quick suite
     python -m experiments.benchmark --suite full           # published scale, for a GPU
     python -m experiments.benchmark --suite stump_tracks   # TeachMyAgent's Stump Tracks, GPU
     python -m experiments.benchmark --suite stump_tracks_quick   # its 2-CPU-core sketch
@@ -22,6 +23,7 @@ from acl.errors import ConfigError
 
 SUITES = {
     "quick": "experiments/configs/benchmark_quick.yaml",
+    "quick_cartpole": "experiments/configs/benchmark_quick_cartpole.yaml",
     "full": "experiments/configs/benchmark_full.yaml",
     "stump_tracks": "experiments/configs/benchmark_stump_tracks.yaml",
     "stump_tracks_quick": "experiments/configs/benchmark_stump_tracks_quick.yaml",

@@ -423,3 +423,25 @@ def test_teachmyagent_findings_verdicts():
     assert "RIAC and Covar-GMM suffer from rugged difficulty: fails" in report.findings_markdown(
         found
     )
+    assert "needs expert-high cells" in found[1]["evidence"]
+
+    # Cells present but every score at the ceiling: not measured, and said why.
+    scores[("alp_gmm", "unfeasible", "high")] = scores[("alp_gmm", "unfeasible", "none")]
+    found = report.teachmyagent_findings(_findings_table(scores))
+    assert found[1]["verdict"] == "not measured"
+    assert "changes no score of alp_gmm" in found[1]["evidence"]
+
+
+def test_mean_metric_scores_runs_by_their_mean_over_evaluations():
+    final = _findings_table({("random", "default", "none"): [100.0, 100.0]})
+    early = final.assign(env_steps=final["env_steps"] // 2, pct_mastered=[20.0, 40.0])
+    results = pd.concat([early, final], ignore_index=True)
+    scored = report.as_metric(results, "mean")
+    assert sorted(scored["pct_mastered"]) == [60.0, 70.0]
+    assert (scored["env_steps"] == final["env_steps"].max()).all()
+    summ = report.summary(scored)
+    assert summ["mean"].iloc[0] == 65.0
+    assert "Mean % mastered over the evaluations" in report.markdown_table(summ)
+    assert "Final % mastered" in report.markdown_table(report.summary(results))
+    with pytest.raises(ConfigError, match="metric"):
+        report.as_metric(results, "auc")

@@ -11,7 +11,11 @@ row with the largest env_steps. A *setting* is (challenge, expert), labelled "de
 "unfeasible", "default / expert high", ... (expert "none" gives just the challenge).
 
 python -m acl.benchmark.report RESULTS_DIR [--out DIR] [--baseline random] [--reps 2000]
+    [--metric final|mean]
 prints the Markdown table and, with --out, writes the report files (see write_report).
+`--metric mean` scores each run by its mean % mastered over all its evaluations (the area
+under its learning curve, divided by the number of evaluations) instead of its final one:
+it tells apart teachers that all reach a ceiling at different speeds.
 """
 
 from __future__ import annotations
@@ -218,6 +222,24 @@ def final_scores(df: pd.DataFrame) -> pd.DataFrame:
     return _with_setting(last).sort_values(RUN_KEYS).reset_index(drop=True)
 
 
+METRICS = ("final", "mean")
+
+
+def as_metric(df: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """`df` scored by `metric`: "final" leaves it as is; "mean" gives one row per run, at its
+    last env_steps, whose pct_mastered is the run's mean over its evaluations."""
+    if metric not in METRICS:
+        raise ConfigError(f"metric must be one of {METRICS}, got {metric!r}")
+    if metric == "final":
+        return df
+    last = df.loc[df.groupby(RUN_KEYS, sort=False)["env_steps"].idxmax()].copy()
+    means = df.groupby(RUN_KEYS, sort=False)["pct_mastered"].mean()
+    last["pct_mastered"] = means.loc[pd.MultiIndex.from_frame(last[RUN_KEYS])].to_numpy()
+    last = last.reset_index(drop=True)
+    last.attrs["metric"] = metric
+    return last
+
+
 def welch_p(a: Iterable[float], b: Iterable[float]) -> float:
     """Two-sided p-value of Welch's t-test (unequal variances); NaN when a side has < 2 values.
 
@@ -291,7 +313,9 @@ def summary(df: pd.DataFrame, baseline: str = "random") -> pd.DataFrame:
                     "baseline": baseline,
                 }
             )
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    table.attrs["metric"] = df.attrs.get("metric", "final")
+    return table
 
 
 def _final_of(final: pd.DataFrame, teacher: str, challenge: str, expert: str = "none"):
@@ -347,7 +371,7 @@ def teachmyagent_findings(df: pd.DataFrame, baseline: str = "random") -> list[di
         )
 
     finding = "Expert knowledge helps most on mostly unfeasible spaces"
-    parts, verdicts = [], []
+    parts, verdicts, flat = [], [], []
     for teacher in sorted(names):
         gains = {}
         for challenge in CHALLENGES:
@@ -357,17 +381,23 @@ def teachmyagent_findings(df: pd.DataFrame, baseline: str = "random") -> list[di
             )
             if high.size and none.size:
                 gains[challenge] = high.mean() - none.mean()
-        if "unfeasible" not in gains or len(gains) < 2 or max(abs(g) for g in gains.values()) == 0:
+        if "unfeasible" not in gains or len(gains) < 2:
+            continue
+        listed = ", ".join(f"{c} {g:+.1f}" for c, g in gains.items())
+        if max(abs(g) for g in gains.values()) == 0:
+            flat.append(teacher)
             continue
         best = max(gains, key=gains.get)
         verdicts.append(best == "unfeasible" and gains["unfeasible"] > 0)
-        listed = ", ".join(f"{c} {g:+.1f}" for c, g in gains.items())
         parts.append(f"{teacher}: gain of expert high over none: {listed}")
     if not verdicts:
         add(
             finding,
             "not measured",
-            "needs expert-high cells under unfeasible and another challenge",
+            f"the prior changes no score of {', '.join(flat)} (every gain is 0: scores at a "
+            "ceiling or floor)"
+            if flat
+            else "needs expert-high cells under unfeasible and another challenge",
         )
     else:
         add(finding, "holds" if all(verdicts) else "fails", "; ".join(parts))
@@ -450,14 +480,19 @@ def _note(summ: pd.DataFrame, latex: bool = False) -> str:
     counts = sorted(set(summ["n"]))
     n = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
     baseline = summ["baseline"].iloc[0]
+    score = (
+        "Mean % mastered over the evaluations"
+        if summ.attrs.get("metric") == "mean"
+        else "Final % mastered"
+    )
     if latex:
         return (
-            f"Final \\% mastered of the test set, mean $\\pm$ SE over {n} seeds; "
+            f"{latex_escape(score)} of the test set, mean $\\pm$ SE over {n} seeds; "
             f"$^{{*}}$ $p < 0.05$, Welch's $t$-test against {latex_escape(baseline)} "
             "in the same setting."
         )
     return (
-        f"Final % mastered of the test set, mean ± SE over {n} seeds; * p < 0.05, "
+        f"{score} of the test set, mean ± SE over {n} seeds; * p < 0.05, "
         f"Welch's t-test against {baseline} in the same setting."
     )
 
@@ -814,6 +849,7 @@ def write_report(
     baseline: str = "random",
     reps: int = 2000,
     seed: int = 0,
+    metric: str = "final",
 ) -> dict[str, Path]:
     """Write the report files (REPORT_FILES) into out_dir; returns {file name: path}.
 
@@ -821,7 +857,8 @@ def write_report(
     summary.md / summary.tex: the mean ± SE table; summary.json: the long summary table, the
     IQM CIs (with the seeds and settings they use) and provenance.json when present;
     iqm.png, profiles.png, radar.png, curves.png: the figures. `reps` bootstrap resamples with
-    numpy seed `seed` keep the CIs reproducible.
+    numpy seed `seed` keep the CIs reproducible. `metric` ("final" or "mean", `as_metric`)
+    scores every table, statistic and figure but the learning curves.
     """
     import matplotlib.pyplot as plt
 
@@ -833,6 +870,8 @@ def write_report(
     out.mkdir(parents=True, exist_ok=True)
     paths = {name: out / name for name in REPORT_FILES}
 
+    curves = results
+    results = as_metric(results, metric)
     summ = summary(results, baseline)
     iqm = iqm_table(results, baseline, reps=reps, seed=seed)
     taus, profiles, cis = performance_profiles(results, baseline, reps=reps, seed=seed)
@@ -841,10 +880,11 @@ def write_report(
     paths["summary.tex"].write_text(latex_table(summ))
     document = {
         "baseline": baseline,
+        "metric": metric,
         "alpha": ALPHA,
         "summary": summ.to_dict(orient="records"),
         "iqm": {
-            "metric": "IQM of final % mastered / 100 over runs x settings",
+            "metric": f"IQM of {metric} % mastered / 100 over runs x settings",
             "ci": "percentile stratified bootstrap over runs (rliable 1.2.0)",
             "seeds": iqm.attrs["seeds"],
             "settings": iqm.attrs["setting_labels"],
@@ -861,7 +901,7 @@ def write_report(
         ("iqm.png", plot_iqm(iqm)),
         ("profiles.png", plot_profiles(taus, profiles, cis)),
         ("radar.png", plot_radar(summ)),
-        ("curves.png", plot_curves(results, baseline)),
+        ("curves.png", plot_curves(curves, baseline)),
     ):
         # bbox "tight": rliable's interval plot puts its labels outside the axes.
         fig.savefig(paths[name], dpi=100, bbox_inches="tight")
@@ -875,15 +915,23 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=None, help="write the report files here")
     parser.add_argument("--baseline", default="random", help="teacher to test and normalise by")
     parser.add_argument("--reps", type=int, default=2000, help="bootstrap resamples for the CIs")
+    parser.add_argument(
+        "--metric",
+        choices=METRICS,
+        default="final",
+        help="score of a run: its final %% mastered, or its mean over evaluations",
+    )
     args = parser.parse_args(argv)
     import matplotlib
 
     matplotlib.use("Agg")
     try:
         results = load_results(args.results_dir)
-        print(markdown_table(summary(results, args.baseline)), end="")
+        print(markdown_table(summary(as_metric(results, args.metric), args.baseline)), end="")
         if args.out:
-            paths = write_report(args.results_dir, args.out, baseline=args.baseline, reps=args.reps)
+            paths = write_report(
+                args.results_dir, args.out, args.baseline, args.reps, metric=args.metric
+            )
             print(f"\nreport: {Path(args.out)} ({', '.join(paths)})")
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
