@@ -56,8 +56,7 @@ class LoopConfig:
     (overflow) restarts the instance on the task it just ran, with its train_on and guide
     horizon, and draws nothing; overflow resets are counted in `task_pool_overflow`.
     `update` gets the pool as `tasks` [P, D]: its first min(resets, P) rows were handed
-    out, and a teacher that sets `reads_handed_out = True` is told that count
-    (`handed_out=`; acl.teachers.base).
+    out, and teachers are told that count (`Feedback.handed_out`; acl.teachers.base).
 
     None (the default): the slot layout, one task per (step, instance) slot, an instance
     resetting at step t taking slot [t, i]; T * N tasks are drawn and only a few used.
@@ -403,12 +402,18 @@ def _validate_challenge(config: ExperimentConfig) -> None:
         )
 
 
-def check_kwargs(factory, kwargs: dict, field_name: str, skip: tuple[str, ...] = ()) -> None:
-    """Raise ConfigError for keys the factory does not accept."""
+def config_keys(factory, skip: tuple[str, ...] = ()) -> set[str]:
+    """The config keys a registry factory accepts: its declared `config_keys`, else its
+    signature's parameters other than `skip`."""
     allowed = getattr(factory, "config_keys", None)
     if allowed is None:
-        params = inspect.signature(factory).parameters
-        allowed = {n for n in params if n not in skip}
+        allowed = {n for n in inspect.signature(factory).parameters if n not in skip}
+    return set(allowed)
+
+
+def check_kwargs(factory, kwargs: dict, field_name: str, skip: tuple[str, ...] = ()) -> None:
+    """Raise ConfigError for keys the factory does not accept."""
+    allowed = config_keys(factory, skip)
     for key in kwargs:
         if key not in allowed:
             raise _unknown(field_name, key, allowed)

@@ -25,7 +25,6 @@ stays a real branch instead of becoming a select that runs both sides.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +48,7 @@ from acl.errors import ConfigError
 from acl.evaluation import eval_test_set, evaluate, solve_rate
 from acl.rollout import Slots, TaskPool, collect, start_slots
 from acl.teachers import TEACHERS
-from acl.teachers.base import compact_feedback
+from acl.teachers.base import RunContext, StudentSpec, compact_feedback
 from envs import ENVS
 
 
@@ -159,42 +158,22 @@ def build_components(config: ExperimentConfig, challenged: bool | None = None) -
     agent = agent_factory(**agent_kwargs)
 
     teacher_factory = TEACHERS.get(config.teacher.name, "teacher.name")
-    check_kwargs(teacher_factory, config.teacher.kwargs, "teacher", skip=("task_space",))
-    teacher_kwargs = dict(config.teacher.kwargs)
-    if "return_bounds" in _accepted_keys(teacher_factory):
-        # Teachers that rescale returns to [0, 1] read the env's declared bounds.
-        teacher_kwargs.setdefault("return_bounds", tuple(env.return_bounds))
-    if getattr(teacher_factory, "needs_env", False):
-        # Start curricula walk the env's own dynamics to grow their starts.
-        teacher_kwargs["env"] = env
-    if getattr(teacher_factory, "needs_student", False):
-        # PAIRED's antagonist is another student of the same kind and settings.
-        if teacher_kwargs.setdefault("num_envs", loop.num_envs) != loop.num_envs:
-            raise ConfigError(
-                f"teacher.num_envs ({teacher_kwargs['num_envs']}) must equal loop.num_envs "
-                f"({loop.num_envs}), or be left out"
-            )
-        teacher_kwargs.update(student_agent=config.agent.name, student_kwargs=agent_kwargs)
+    check_kwargs(teacher_factory, config.teacher.kwargs, "teacher", skip=("task_space", "context"))
+    context = RunContext(
+        env=env,
+        return_bounds=tuple(env.return_bounds),
+        loop_mode=loop.mode,
+        num_envs=loop.num_envs,
+        student=StudentSpec(config.agent.name, agent_kwargs),
+    )
     space = teacher_space(env.task_space) if challenged else env.task_space
-    teacher = teacher_factory(task_space=space, **teacher_kwargs)
+    teacher = teacher_factory(task_space=space, context=context, **config.teacher.kwargs)
     if loop.mode == "batch" and loop.num_steps < env.max_episode_steps:
         raise ConfigError(
             f"loop.num_steps ({loop.num_steps}) must be >= the episode length "
             f"({env.max_episode_steps}) in batch mode, so every rollout holds an episode"
         )
-    if getattr(teacher, "reads_rollout", False) and loop.mode != "batch":
-        raise ConfigError(
-            f"teacher {config.teacher.name!r} scores whole levels from the rollout: "
-            "it needs loop.mode: batch"
-        )
     return Components(env, teacher, agent)
-
-
-def _accepted_keys(factory) -> set[str]:
-    keys = getattr(factory, "config_keys", None)
-    if keys is None:
-        keys = inspect.signature(factory).parameters
-    return set(keys)
 
 
 class Trainer:
@@ -223,8 +202,6 @@ class Trainer:
         self.env, self.teacher, self.agent = c.env, c.teacher, c.agent
         # Static: without a guide the rollout traces no guide code at all.
         self.guide = getattr(self.teacher, "guide", None)
-        self.reads_rollout = getattr(self.teacher, "reads_rollout", False)
-        self.reads_handed_out = getattr(self.teacher, "reads_handed_out", False)
         loop = config.loop
         bind = getattr(self.agent, "bind", None)
         if bind is not None:
@@ -341,10 +318,11 @@ class Trainer:
             pool=pool,
         )
         # Every completed episode is a reset: with a pool, the first P take its entries.
-        handed_out = overflow = None
+        overflow = None
         if pool is not None:
             handed_out = jnp.minimum(feedback.count, self.task_pool).astype(jnp.int32)
             overflow = feedback.count.astype(jnp.int32) - handed_out
+            feedback = feedback.replace(handed_out=handed_out)
         episode_stats = {
             "return_sum": (feedback.episode_return * feedback.mask).sum(),
             "success_sum": (feedback.success & feedback.mask).sum(),
@@ -354,12 +332,11 @@ class Trainer:
         if self.config.loop.max_feedback:
             feedback, dropped = compact_feedback(feedback, self.config.loop.max_feedback)
         agent_state, agent_metrics = self.agent.update(seed.agent_state, batch, update_key)
-        extra = {}
-        if self.reads_rollout:
-            extra["rollout"] = batch
-        if self.reads_handed_out and handed_out is not None:
-            extra["handed_out"] = handed_out
-        teacher_state = self.teacher.update(teacher_state, tasks, feedback, iteration, **extra)
+        # A key of its own, so the agent's stream is the same with any teacher.
+        teacher_key = jax.random.fold_in(update_key, 1)
+        teacher_state = self.teacher.update(
+            teacher_state, teacher_key, tasks, feedback, batch, iteration
+        )
         due = None
         if seed.challenge is not None:
             # A real branch unless challenges with different periods share a vmap.

@@ -23,14 +23,14 @@ import dataclasses
 import statistics
 
 from acl.benchmark.timing import compile_training, report
-from acl.config import ComponentConfig, load_config
+from acl.config import ComponentConfig, config_keys, load_config
 from acl.teachers import TEACHERS
-from acl.train import Trainer, _accepted_keys
+from acl.train import Trainer
 from experiments.run import add_overrides_argument
 
 
 def with_teacher(config, name: str):
-    accepted = _accepted_keys(TEACHERS.get(name))
+    accepted = config_keys(TEACHERS.get(name), skip=("task_space", "context"))
     kwargs = {k: v for k, v in config.teacher.kwargs.items() if k in accepted}
     return dataclasses.replace(config, teacher=ComponentConfig(name, kwargs))
 

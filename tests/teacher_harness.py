@@ -9,12 +9,12 @@ that could poison later samples.
 Keywords of `check_teacher` for teachers beyond the box tasks of `SPACE`:
 - `space=`: the task space handed to `make_teacher` and checked against (an env's, e.g.
   `Maze(6, 6).task_space` for level teachers); default `SPACE`.
-- `make_rollout=`: for teachers with `reads_rollout`, `make_rollout(key, tasks [n, D])`
-  -> `acl.agents.common.Transition` [T, n] passed to `update(..., rollout=...)`; pure
-  JAX (it is vmapped over seeds). Default: `fake_rollout(key, n)` (random rewards and
-  dones, `extras.value`). Ignored for other teachers.
+- `make_rollout=`: `make_rollout(key, tasks [n, D])` -> `acl.agents.common.Transition`
+  [T, n], the `rollout` every `update` gets (teachers that score levels, PLR and PAIRED,
+  read it); pure JAX (it is vmapped over seeds). Default: `fake_rollout(key, n)` (random
+  rewards and dones, `extras.value`).
 
-Teachers with `reads_handed_out` get a random task-pool count `handed_out=` in [0, batch].
+Every update's feedback carries a random task-pool count `handed_out` in [0, batch].
 """
 
 from __future__ import annotations
@@ -129,22 +129,15 @@ def check_teacher(
 
     init = jax.jit(teacher.init)
     sample = jax.jit(teacher.sample, static_argnums=2)
-    if getattr(teacher, "reads_rollout", False):
-        make_rollout = make_rollout or (lambda key, tasks: fake_rollout(key, tasks.shape[0]))
+    make_rollout = make_rollout or (lambda key, tasks: fake_rollout(key, tasks.shape[0]))
 
-        def update_fn(state, tasks, feedback, step, key):
-            return teacher.update(state, tasks, feedback, step, rollout=make_rollout(key, tasks))
-    elif getattr(teacher, "reads_handed_out", False):
-
-        def update_fn(state, tasks, feedback, step, key):
-            # A task pool's count: some leading tasks were handed out, the rest not.
-            count = jax.random.randint(key, (), 0, tasks.shape[0] + 1)
-            return teacher.update(state, tasks, feedback, step, handed_out=count)
-    else:
-
-        def update_fn(state, tasks, feedback, step, key):
-            del key
-            return teacher.update(state, tasks, feedback, step)
+    def update_fn(state, tasks, feedback, step, key):
+        rollout_key, count_key, update_key = jax.random.split(key, 3)
+        # A task pool's count: some leading tasks were handed out, the rest not.
+        count = jax.random.randint(count_key, (), 0, tasks.shape[0] + 1)
+        feedback = feedback.replace(handed_out=count)
+        rollout = make_rollout(rollout_key, tasks)
+        return teacher.update(state, update_key, tasks, feedback, rollout, step)
 
     update = jax.jit(update_fn)
 
@@ -195,6 +188,8 @@ def fit_once_without_random_tasks(teacher, tasks, returns):
     `returns` [N] that triggers a fit: (state, share of 4,000 samples with task[0] < 0.5)."""
     params = teacher.default_params().replace(random_task_ratio=jnp.float32(0.0))
     state = teacher.init(jax.random.PRNGKey(0), params)
-    state = jax.jit(teacher.update)(state, tasks, feedback(tasks, returns), jnp.int32(0))
+    update = jax.jit(teacher.update)
+    records = feedback(tasks, returns)
+    state = update(state, jax.random.PRNGKey(2), tasks, records, None, jnp.int32(0))
     _, samples, _ = teacher.sample(state, jax.random.PRNGKey(1), 4000)
     return state, float((np.asarray(samples)[:, 0] < 0.5).mean())

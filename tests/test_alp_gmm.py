@@ -21,6 +21,9 @@ from envs.toy_bandit import ToyBandit
 from tests.gmm_oracle import ours_from_init, sklearn_from_init
 from tests.teacher_harness import check_teacher, feedback, fit_once_without_random_tasks
 
+KEY = jax.random.PRNGKey(0)
+"""Teachers' update key: these teachers keep their own keys and ignore it."""
+
 ALP = jax.jit(empirical_alp)
 SMALL = dict(fit_rate=64, fit_every=3, k_max=3, em_iterations=10)
 """Settings whose fits happen within the harness' 12 rounds of 32 records."""
@@ -216,8 +219,9 @@ def test_fit_is_a_real_cond_under_vmap(teacher):
     )
     tasks = jnp.zeros((3, 8, 2))
     fb = jax.vmap(lambda t: feedback(t, jnp.zeros(8)))(tasks)
-    vupdate = jax.vmap(teacher.update, in_axes=(0, 0, 0, None))
-    assert contains_cond(jax.make_jaxpr(vupdate)(states, tasks, fb, jnp.int32(0)).jaxpr)
+    vupdate = jax.vmap(teacher.update, in_axes=(0, None, 0, 0, None, None))
+    jaxpr = jax.make_jaxpr(vupdate)(states, KEY, tasks, fb, None, jnp.int32(0)).jaxpr
+    assert contains_cond(jaxpr)
 
 
 def test_fits_on_schedule_and_masked_batch_changes_nothing(teacher, jitted):
@@ -226,14 +230,15 @@ def test_fits_on_schedule_and_masked_batch_changes_nothing(teacher, jitted):
     rng = np.random.default_rng(0)
     for step in range(teacher.fit_every - 1):
         tasks = rng.uniform(size=(32, 2))
-        state = update(state, tasks, feedback(tasks, tasks[:, 0]), jnp.int32(step))
+        state = update(state, KEY, tasks, feedback(tasks, tasks[:, 0]), None, jnp.int32(step))
     assert not bool(state.has_fit)
     tasks = rng.uniform(size=(32, 2))
-    state = update(state, tasks, feedback(tasks, tasks[:, 0]), jnp.int32(teacher.fit_every - 1))
+    last = jnp.int32(teacher.fit_every - 1)
+    state = update(state, KEY, tasks, feedback(tasks, tasks[:, 0]), None, last)
     assert bool(state.has_fit) and int(state.episodes_seen) == 32 * teacher.fit_every
     # All masked, NaN payload, on a fit step: the state is unchanged, leaf for leaf.
     nan = np.full((32, 2), np.nan)
-    same = update(state, nan, feedback(nan, nan[:, 0], np.zeros(32, bool)), jnp.int32(5))
+    same = update(state, KEY, nan, feedback(nan, nan[:, 0], np.zeros(32, bool)), None, jnp.int32(5))
     for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(same), strict=True):
         np.testing.assert_array_equal(a, b)
 
@@ -280,7 +285,7 @@ def test_bootstrap_uses_the_expert_prior_and_scales_returns():
     np.testing.assert_allclose(np.asarray(tasks).mean(0), [2.0, 5.0], atol=0.02)
     np.testing.assert_allclose(np.asarray(tasks).std(0), [0.1, 0.2], rtol=0.1)
     fb = feedback(jnp.array([[1.0, 0.0], [9.0, 9.0]]), jnp.array([0.0, 500.0]))
-    state = teacher.update(state, fb.task, fb, jnp.int32(0))
+    state = teacher.update(state, KEY, fb.task, fb, None, jnp.int32(0))
     np.testing.assert_allclose(state.history.data[:2, -1], [0.5, 1.0])  # scaled, clipped
     np.testing.assert_allclose(state.history.data[:2, :2], [[0.1, 0.5], [0.9, 0.95]], atol=1e-6)
 

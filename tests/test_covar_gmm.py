@@ -19,6 +19,9 @@ from tests.gmm_oracle import ours_from_init, sklearn_from_init
 from tests.teacher_harness import check_teacher, fit_once_without_random_tasks
 from tests.test_alp_gmm import contains_cond, feedback
 
+KEY = jax.random.PRNGKey(0)
+"""Teachers' update key: these teachers keep their own keys and ignore it."""
+
 SMALL = dict(fit_rate=64, fit_every=3, k_max=3, em_iterations=10)
 UNIT = Box((0.0, 0.0), (1.0, 1.0))
 
@@ -49,8 +52,9 @@ def test_fit_is_a_real_cond_under_vmap():
     states = jax.vmap(teacher.init, in_axes=(0, None))(keys, teacher.default_params())
     tasks = jnp.zeros((3, 8, 2))
     fb = jax.vmap(lambda t: feedback(t, jnp.zeros(8)))(tasks)
-    vupdate = jax.vmap(teacher.update, in_axes=(0, 0, 0, None))
-    assert contains_cond(jax.make_jaxpr(vupdate)(states, tasks, fb, jnp.int32(0)).jaxpr)
+    vupdate = jax.vmap(teacher.update, in_axes=(0, None, 0, 0, None, None))
+    jaxpr = jax.make_jaxpr(vupdate)(states, KEY, tasks, fb, None, jnp.int32(0)).jaxpr
+    assert contains_cond(jaxpr)
 
 
 def test_relative_time_follows_episode_order():
@@ -58,7 +62,9 @@ def test_relative_time_follows_episode_order():
     state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
     for step, valid in enumerate(([1, 0, 1, 1], [0, 1, 1, 1], [1, 1, 1, 1])):
         t = jnp.full((4, 2), 0.5)
-        state = teacher.update(state, t, feedback(t, jnp.zeros(4), valid), jnp.int32(step))
+        state = teacher.update(
+            state, KEY, t, feedback(t, jnp.zeros(4), valid), None, jnp.int32(step)
+        )
     assert int(state.episodes_seen) == 10
     # The ring holds episodes 2..9; relative times (index - 2) / 8.
     times = np.sort(np.asarray(teacher.fit_points(state)[:, -2]))
@@ -115,7 +121,7 @@ def test_fit_matches_the_reference_logic():
     # Two windows, one update each, neither a fit step: the buffer holds the second.
     for step, window in enumerate(np.split(np.arange(len(tasks)), 2)):
         fb = feedback(tasks[window], rewards[window])
-        state = update(state, fb.task, fb, jnp.int32(step))
+        state = update(state, KEY, fb.task, fb, None, jnp.int32(step))
     ours = np.asarray(teacher.fit_points(state), np.float64)
     ours = ours[np.argsort(ours[:, d])]  # ring order -> episode order (time column)
     points = ref.covar_gmm_points(tasks, rewards)

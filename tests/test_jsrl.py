@@ -18,6 +18,9 @@ from acl.teachers.jsrl import JSRLTeacher, OracleGuide, make_jsrl
 from envs.goal_maze import GoalMaze
 from tests.teacher_harness import SPACE, check_teacher
 
+KEY = jax.random.PRNGKey(0)
+"""Teachers' update key: these teachers keep their own keys and ignore it."""
+
 MAZE = GoalMaze("u_maze", max_episode_steps=6)
 """S and G are 14 steps apart: with a 6-step limit every episode is truncated, so the
 hand-over is seen in every episode."""
@@ -225,7 +228,7 @@ def test_curriculum_lowers_h_when_the_threshold_is_met_and_not_otherwise():
         valid = [True] * len(returns) if mask is None else list(mask)
         pad = 8 - len(returns)
         fb = records(returns + [np.nan] * pad, h, valid + [False] * pad)
-        return update(state, jnp.zeros((8, SPACE.dim)), fb, jnp.int32(0))
+        return update(state, KEY, jnp.zeros((8, SPACE.dim)), fb, None, jnp.int32(0))
 
     def h_handed_out(state):
         _, _, info = teacher.sample(state, jax.random.PRNGKey(1), 6)
@@ -287,7 +290,7 @@ def test_random_variant_draws_h_uniformly_per_episode():
     np.testing.assert_allclose(tasks, np.broadcast_to(SPACE.default_task, (n, SPACE.dim)))
     assert float(teacher.snapshot(state)["guide_steps"]) == pytest.approx(h.mean(), rel=1e-5)
     # The random variant never runs a curriculum.
-    state = teacher.update(state, tasks[:8], records([1.0] * 8, 3), jnp.int32(0))
+    state = teacher.update(state, KEY, tasks[:8], records([1.0] * 8, 3), None, jnp.int32(0))
     assert int(state.stage) == 0 and int(state.episodes_seen) == 8
 
 

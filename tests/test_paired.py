@@ -17,6 +17,9 @@ from acl.teachers.paired import EpisodeReturns, episode_returns, make_paired, re
 from envs.maze import Maze, is_valid_level
 from tests.teacher_harness import RolloutExtras, check_teacher
 
+KEY = jax.random.PRNGKey(0)
+"""Teachers' update key: these teachers keep their own keys and ignore it."""
+
 MAZE = Maze(height=6, width=6, max_episode_steps=12, num_walls=5)
 TINY = {"hidden_sizes": (16,), "update_epochs": 1, "num_minibatches": 1}
 """Tiny learners keep the compiles short."""
@@ -181,7 +184,7 @@ def test_update_trains_adversary_and_antagonist_on_the_regret(adversary):
     def run(key):
         state = teacher.init(key, teacher.default_params())
         state, tasks, _ = teacher.sample(state, jax.random.PRNGKey(1), n)
-        after = teacher.update(state, tasks, None, jnp.int32(0), rollout=rollout)
+        after = teacher.update(state, key, tasks, None, rollout, jnp.int32(0))
         return state, after, teacher.snapshot(after)
 
     state, after, snapshot = run(jax.random.PRNGKey(0))
@@ -204,7 +207,7 @@ def test_is_registered_and_builds_from_config_keys():
     teacher = TEACHERS.get("paired")(
         MAZE.task_space, env=MAZE, antagonist_kwargs=TINY, clip_regret=False, num_envs=4
     )
-    assert teacher.reads_rollout and not bool(teacher.default_params().clip_regret)
+    assert not bool(teacher.default_params().clip_regret)
     assert teacher.editor.num_wall_steps == 50  # dcd's default
     assert type(teacher.adversary).__name__ == "RecurrentPPO"  # dcd's LSTM adversary
     # The antagonist copies the protagonist when the loop names it.
@@ -249,7 +252,7 @@ def test_task_space_must_hold_the_mazes_levels():
 
 def test_update_without_a_rollout_is_an_error():
     with pytest.raises(ValueError, match="rollout"):
-        tiny_paired().update(None, jnp.zeros((4, MAZE.task_dim)), None, jnp.int32(0))
+        tiny_paired().update(None, KEY, jnp.zeros((4, MAZE.task_dim)), None, None, jnp.int32(0))
 
 
 @pytest.mark.slow  # compiles of init, sample and update, jitted and vmapped over seeds

@@ -16,6 +16,9 @@ from envs.maze import Maze
 from tests.conftest import tiny_config
 from tests.teacher_harness import RolloutExtras, check_teacher
 
+KEY = jax.random.PRNGKey(0)
+"""Teachers' update key: these teachers keep their own keys and ignore it."""
+
 ENV = Maze(6, 6, max_episode_steps=16, num_walls=5)
 SPACE = ENV.task_space
 CELLS = ENV.height * ENV.width
@@ -321,7 +324,7 @@ def test_update_without_rollout_is_a_config_error():
     teacher = make("plr", capacity=4)
     state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
     with pytest.raises(ConfigError, match="rollout"):
-        teacher.update(state, levels(2), None, 0)
+        teacher.update(state, KEY, levels(2), None, None, 0)
 
 
 # -- the shared harness (slow: each teacher compiles its own sample and update) --------

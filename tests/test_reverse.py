@@ -20,6 +20,9 @@ from envs.goal_maze import GoalMaze
 from envs.point_maze import PointMaze
 from tests.teacher_harness import check_teacher
 
+KEY = jax.random.PRNGKey(0)
+"""Teachers' update key: these teachers keep their own keys and ignore it."""
+
 # -- a toy StartTaskEnv on the harness's 3-D task space ------------------------------------
 
 
@@ -208,7 +211,7 @@ def test_labelling_keeps_starts_with_success_in_range():
     state, feedback, order = hand_built_round(teacher)
     update = jitted(teacher)[2]
     # Step 0 is mid-round (updates_per_round = 2): counts only, no expansion.
-    mid = update(state, None, feedback, jnp.int32(0))
+    mid = update(state, KEY, None, feedback, None, jnp.int32(0))
     expected = np.array([RECORDS[n] for n in order])
     np.testing.assert_array_equal(mid.attempts, expected[:, 0])
     np.testing.assert_array_equal(mid.successes, expected[:, 1])
@@ -218,7 +221,7 @@ def test_labelling_keeps_starts_with_success_in_range():
     assert good == KEEP + ["A"]
     assert np.asarray(teacher.first_copies(mid)).sum() == len(CELLS)
     # Step 1 ends the round: the good starts join the buffer after the seed.
-    after = update(state, None, feedback, jnp.int32(1))
+    after = update(state, KEY, None, feedback, None, jnp.int32(1))
     assert int(after.rounds) == 1 and int(after.last_good) == 3
     assert int(after.buffer_count) == 4
     kept = MAZE.cell_to_coords(np.array([CELLS[n] for n in KEEP], np.int32))
@@ -334,9 +337,10 @@ def test_a_task_pool_moves_the_cursor_back_over_the_entries_not_handed_out():
         )
     )
     # Step 0 ends no round (updates_per_round 2); 17 of the 50 entries were handed out.
-    kept = update(state, pool, no_episodes, jnp.int32(0))
+    kept = update(state, KEY, pool, no_episodes, None, jnp.int32(0))
     assert int(kept.cursor) == 50 % teacher.batch_size
-    state = update(state, pool, no_episodes, jnp.int32(0), handed_out=jnp.int32(17))
+    handed_17 = no_episodes.replace(handed_out=jnp.int32(17))
+    state = update(state, KEY, pool, handed_17, None, jnp.int32(0))
     assert int(state.cursor) == 17
     _, after, _ = sample(state, jax.random.PRNGKey(1), 5)
     np.testing.assert_array_equal(np.asarray(after), batch[17:22])
@@ -349,7 +353,7 @@ def test_reservoir_when_the_buffer_is_full():
     update = jitted(teacher)[2]
     batch = state.batch
     for _ in range(3):  # 1 seed + 3 x 3 good starts offered to 4 slots
-        state = update(state.replace(batch=batch), None, feedback, jnp.int32(1))
+        state = update(state.replace(batch=batch), KEY, None, feedback, None, jnp.int32(1))
     assert int(state.buffer_count) == 4 and int(state.buffer_seen) == 10
     on_grid(MAZE, state.buffer)
 
@@ -366,7 +370,7 @@ def test_same_key_same_curriculum():
             ones = jnp.ones(60, jnp.int32)
             success = (jnp.arange(60) % 3) == 0
             feedback = padded(Feedback(tasks, jnp.zeros(60), success, ones, ones > 0))
-            state = update(state, None, feedback, jnp.int32(step))
+            state = update(state, KEY, None, feedback, None, jnp.int32(step))
             out.append(np.asarray(tasks))
         return np.stack(out), state
 

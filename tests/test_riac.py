@@ -14,6 +14,9 @@ from acl.teachers.random import RandomTeacher
 from acl.teachers.riac import make_riac
 from tests.teacher_harness import check_teacher, feedback
 
+KEY = jax.random.PRNGKey(0)
+"""Teachers' update key: these teachers keep their own keys and ignore it."""
+
 UNIT2 = Box(low=(0.0, 0.0), high=(1.0, 1.0))
 
 
@@ -32,7 +35,8 @@ def feed_one_by_one(teacher, state, tasks, returns):
 
     def body(state, xs):
         step, task, ret = xs
-        return teacher.update(state, task[None], feedback(task[None], ret[None]), step), None
+        records = feedback(task[None], ret[None])
+        return teacher.update(state, KEY, task[None], records, None, step), None
 
     xs = (jnp.arange(len(returns), dtype=jnp.int32), jnp.asarray(tasks), jnp.asarray(returns))
     return jax.jit(lambda s, xs: jax.lax.scan(body, s, xs)[0])(state, xs)
@@ -46,16 +50,17 @@ def test_alp_formula_matches_reference_on_sliding_windows():
     tasks = rng.uniform(size=(40, 2))
     update = jax.jit(teacher.update)
     for i in range(40):
-        state = update(state, tasks[i : i + 1], feedback(tasks[i : i + 1], returns[i : i + 1]), 0)
+        one = tasks[i : i + 1]
+        state = update(state, KEY, one, feedback(one, returns[i : i + 1]), None, 0)
         window = list(returns[: i + 1][-21:])  # deque(maxlen=max_region_size + 1)
         np.testing.assert_allclose(float(state.alp[0]), reference_alp(window, 12), atol=1e-5)
     # A hand-made window: oldest [0, 0, 0, 0] then newest [1, 1, 1] (h = 3): ALP 1.
     state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
-    state = update(state, tasks[:7], feedback(tasks[:7], [0, 0, 0, 0, 1, 1, 1]), 0)
+    state = update(state, KEY, tasks[:7], feedback(tasks[:7], [0, 0, 0, 0, 1, 1, 1]), None, 0)
     assert float(state.alp[0]) == pytest.approx(1.0)
-    state = update(state, tasks[:1], feedback(tasks[:1], [1]), 0)  # 0000|1111 -> 1
+    state = update(state, KEY, tasks[:1], feedback(tasks[:1], [1]), None, 0)  # 0000|1111 -> 1
     assert float(state.alp[0]) == pytest.approx(1.0)
-    state = update(state, tasks[:1], feedback(tasks[:1], [1]), 0)  # 0000|1 11111 -> 0.8
+    state = update(state, KEY, tasks[:1], feedback(tasks[:1], [1]), None, 0)  # 0000|1 11111 -> 0.8
     assert float(state.alp[0]) == pytest.approx(0.8)
 
 
@@ -150,7 +155,7 @@ def test_masked_and_nan_records_are_ignored():
     state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
     tasks = jnp.array([[0.2, 0.2], [jnp.nan, 0.1], [0.3, 0.3]])
     fb = feedback(tasks, [1.0, 2.0, jnp.nan], mask=[False, True, True])
-    state = jax.jit(teacher.update)(state, tasks, fb, 0)
+    state = jax.jit(teacher.update)(state, KEY, tasks, fb, None, 0)
     assert int(state.count[0]) == 0 and np.isfinite(np.asarray(state.window_task)).all()
 
 
@@ -216,7 +221,7 @@ def test_batched_updates_do_bounded_work_per_update():
         k_task, k_ret = jax.random.split(key)
         task = space.sample_uniform(k_task, k)
         ret = jax.random.normal(k_ret, (k,)) + 0.01 * step * task[:, 0]
-        new = teacher.update(state, task, feedback(task, ret), step)
+        new = teacher.update(state, KEY, task, feedback(task, ret), None, step)
         events = (new.num_splits + new.num_discards) - (state.num_splits + state.num_discards)
         # Depth of each node: the active nodes whose box contains its box.
         inside = jnp.all(

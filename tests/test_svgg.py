@@ -31,6 +31,9 @@ from envs.goal_maze import GoalMaze
 from envs.point_maze import PointMaze
 from tests.teacher_harness import check_teacher
 
+KEY = jax.random.PRNGKey(0)
+"""Teachers' update key: these teachers keep their own keys and ignore it."""
+
 # -- SVGD --------------------------------------------------------------------------------------
 
 MEAN = np.array([1.0, -0.5])
@@ -264,7 +267,7 @@ def test_particles_start_near_the_start_and_move_to_intermediate_success():
     update = jitted(teacher)[3]
     for step in range(3):
         success = jax.random.uniform(jax.random.PRNGKey(10 + step), (512,)) < 1 - distance / 0.9
-        state = update(state, None, feedback(goals, success, goals), jnp.int32(step))
+        state = update(state, KEY, None, feedback(goals, success, goals), None, jnp.int32(step))
     d = np.asarray(teacher.predict_success(state, state.particles))
     # Particles gather where D is intermediate (the Beta(2, 2) mode is 0.5).
     assert 0.25 < np.median(d) < 0.75, d

@@ -145,8 +145,6 @@ class RecordingTeacher:
     task_space: Box
     pool_size: int
 
-    reads_handed_out = True
-
     def default_params(self):
         return None
 
@@ -166,7 +164,7 @@ class RecordingTeacher:
         index = state.drawn + 1 + jnp.arange(n)
         return state.replace(drawn=state.drawn + n), (index * SCALE)[:, None], default_info(n)
 
-    def update(self, state: RecordState, tasks, feedback: Feedback, step, handed_out=None):
+    def update(self, state: RecordState, key, tasks, feedback: Feedback, rollout, step):
         mask = feedback.mask
         slot = state.episode_count + jnp.cumsum(mask) - mask
         slot = jnp.where(mask, slot, state.episodes.shape[0])  # invalid records: dropped
@@ -174,7 +172,7 @@ class RecordingTeacher:
             episodes=state.episodes.at[slot].set(feedback.task, mode="drop"),
             episode_count=state.episode_count + mask.sum(dtype=jnp.int32),
             pools=state.pools.at[step].set(tasks),
-            handed_out=state.handed_out.at[step].set(handed_out),
+            handed_out=state.handed_out.at[step].set(feedback.handed_out),
         )
 
     def snapshot(self, state: RecordState) -> dict:

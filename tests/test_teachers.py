@@ -7,18 +7,38 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from acl.errors import ConfigError
 from acl.teachers import TEACHERS
+from acl.teachers.base import RunContext
 from acl.teachers.random import FixedTeacher, RandomTeacher
 from tests.teacher_harness import SPACE, check_teacher, random_feedback
 
+# Teachers built on the run's env (levels, goals, starts, a guide); their own test files
+# run them through the harness with a suitable env.
+NEEDS_ENV = {
+    "dr",
+    "plr",
+    "robust_plr",
+    "accel",
+    "paired",
+    "reverse",
+    "uniform_start",
+    "svgg",
+    "random_goal",
+    "jsrl",
+}
 
-# Teachers that walk an env's dynamics (`needs_env`: reverse, uniform_start) need a
-# StartTaskEnv; tests/test_reverse.py runs them through the harness with a toy one.
-@pytest.mark.parametrize(
-    "name", [n for n in TEACHERS.names() if not getattr(TEACHERS.get(n), "needs_env", False)]
-)
+
+@pytest.mark.parametrize("name", [n for n in TEACHERS.names() if n not in NEEDS_ENV])
 def test_teacher_conforms(name):
-    check_teacher(lambda space: TEACHERS.get(name)(task_space=space))
+    check_teacher(lambda space: TEACHERS.get(name)(task_space=space, context=RunContext()))
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS_ENV))
+def test_env_teachers_say_they_need_an_env(name):
+    # Keeps NEEDS_ENV honest: a teacher listed here really cannot be built without one.
+    with pytest.raises(ConfigError, match="env"):
+        TEACHERS.get(name)(task_space=SPACE, context=RunContext())
 
 
 def test_random_covers_the_box_uniformly():
@@ -39,13 +59,11 @@ def test_fixed_always_hands_out_the_default_task():
     state, tasks, _ = teacher.sample(state, jax.random.PRNGKey(1), 7)
     np.testing.assert_array_equal(np.asarray(tasks), np.tile([0.5, 1.0, 12.0], (7, 1)))
     feedback = random_feedback(jax.random.PRNGKey(2), tasks)
-    state = teacher.update(state, tasks, feedback, jnp.int32(0))
+    state = teacher.update(state, jax.random.PRNGKey(3), tasks, feedback, None, jnp.int32(0))
     assert int(state.episodes_seen) == int(feedback.mask.sum())
 
 
 def test_unknown_teacher_suggests_the_closest_name():
-    from acl.errors import ConfigError
-
     with pytest.raises(ConfigError, match="did you mean 'random'"):
         TEACHERS.get("randon")
 

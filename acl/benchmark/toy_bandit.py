@@ -46,7 +46,9 @@ def make_toy_bandit_run(teacher, bandit: ToyBandit, num_episodes: int, score_eve
             teacher_state, tasks, _ = teacher.sample(teacher_state, sample_key, 1)
             student, reward = bandit.episode(student, tasks[0])
             feedback = _one_episode_feedback(tasks[0], reward, bandit.is_success(reward))
-            teacher_state = teacher.update(teacher_state, tasks, feedback, step)
+            # No rollout: a bandit episode has no transitions.
+            update_key = jax.random.fold_in(sample_key, 1)
+            teacher_state = teacher.update(teacher_state, update_key, tasks, feedback, None, step)
             return (teacher_state, student, key), None
 
         def block(carry, block_index):

@@ -43,7 +43,7 @@ from acl.errors import ConfigError
 from acl.spaces import Box
 from acl.teachers import checks
 from acl.teachers.alp import Ring, empirical_alp, ring_init, ring_push
-from acl.teachers.base import TEACHERS, Feedback, default_info
+from acl.teachers.base import TEACHERS, Feedback, RunContext, default_info
 from acl.teachers.gmm import CRITERIA, DEFAULT_TOL, GMM, fit_gmms, sample_gmm, select_best
 
 DEFAULT_REG_COVAR = 1e-3
@@ -253,10 +253,10 @@ class GMMTeacher(abc.ABC):
 
     # -- protocol -------------------------------------------------------------------------
 
-    def update(self, state, tasks: jax.Array, feedback: Feedback, step: jax.Array):
+    def update(self, state, key, tasks, feedback: Feedback, rollout, step: jax.Array):
         """Adds the valid records of `feedback` (the tasks they actually ran, [K, D]); fits
-        when (step + 1) % fit_every == 0. `tasks` (the last sample) is not used."""
-        del tasks
+        when (step + 1) % fit_every == 0. `tasks` (the last sample) is not used; fits draw
+        from the state's own `fit_key`."""
         mask = feedback.mask.astype(bool)
         unit = jnp.where(mask[:, None], self.to_unit(feedback.task), 0.0)
         returns = jnp.where(mask, self.scaled_returns(state.params, feedback.episode_return), 0.0)
@@ -376,11 +376,20 @@ class ALPGMMTeacher(GMMTeacher):
 
 
 def make_preset_factory(cls, presets: dict[str, dict], name: str):
-    """A registry factory `factory(task_space, preset=..., return_bounds=None, **overrides)`
-    with `config_keys` for the config layer's unknown-key check."""
+    """A registry factory `factory(task_space, context=None, preset=..., return_bounds=None,
+    **overrides)` with `config_keys` for the config layer's unknown-key check. Returns are
+    rescaled by `return_bounds`, else by the run's (`context.return_bounds`)."""
     static = {f.name for f in fields(cls)} - {"task_space", "scale_returns", "use_prior"}
 
-    def factory(task_space: Box, preset: str = "teachmyagent", return_bounds=None, **overrides):
+    def factory(
+        task_space: Box,
+        context: RunContext | None = None,
+        preset: str = "teachmyagent",
+        return_bounds=None,
+        **overrides,
+    ):
+        if return_bounds is None and context is not None:
+            return_bounds = context.return_bounds
         if preset not in presets:
             raise ConfigError(
                 f"teacher.preset: unknown {name} preset {preset!r} (known: {', '.join(presets)})"

@@ -5,43 +5,49 @@ A teacher object holds only shape-setting fields; everything numeric lives in th
 
     init(key, params) -> state
     sample(state, key, n) -> (state, tasks [n, D], info)
-    update(state, tasks, feedback, step) -> state
+    update(state, key, tasks, feedback, rollout, step) -> state
     snapshot(state) -> dict of arrays        (what a run directory records at each evaluation)
+
+`update` has this one signature for every teacher, and the loop calls it the same way for
+all of them:
+- `key`: a PRNG key of this update (the loop derives it with `fold_in` from its update key;
+  a teacher that keeps its own key in its state may ignore it).
+- `tasks`: what the last `sample` returned. In `episode` mode with a task pool
+  (`loop.task_pool`, P) that is the pool [P, D], of which the first
+  `feedback.handed_out` = min(resets, P) were used; without a pool, one task per (step,
+  instance) slot [T * N, D]; in `batch` mode, one per instance [N, D].
+- `feedback`: one record per completed episode, carrying the task it actually ran on.
+- `rollout`: the batch's transitions, `acl.agents.common.Transition` [T, N] (rewards,
+  dones and the agent's `extras`, e.g. PPO's values). Teachers that score whole levels
+  from the student's experience (PLR, PAIRED) read it, and require `batch` mode, where
+  instance i plays `tasks[i]` for the whole rollout; the others ignore it.
+- `step`: the number of `update` calls before this one. It is the same for every seed and
+  never vmapped, so periodic work keyed on it (a GMM fit every `fit_every` updates) stays
+  a real `lax.cond` under a vmap over seeds instead of a select that runs every time.
+
+What a teacher needs from the run (the env, the env's return bounds, the loop mode, the
+student's agent) is handed over once, at construction: every registered factory takes
+`context: RunContext` besides the task space and its config keys.
 
 A teacher may also own a `guide` attribute (JSRL): an object with a jittable
 `act(obs [N, O], env_state, env_params, key) -> actions [N, ...]` in the agent's action
 space (env_state and env_params batched over the N instances). The loop then runs the
 guide for the first `SampleInfo.guide_steps` steps of each episode and the agent after.
 Without one (`getattr(teacher, "guide", None) is None`) the loop is compiled as before.
-
-A teacher that scores whole levels from the student's experience (PLR's value-loss
-scores, PAIRED's protagonist returns) sets the class attribute `reads_rollout = True`.
-The loop, which must then run in `batch` mode (instance i plays `tasks[i]` for the whole
-rollout), calls `update(state, tasks, feedback, step, rollout=batch)` with the rollout's
-`acl.agents.common.Transition` [T, N] (rewards, dones, and the agent's `extras`, e.g.
-PPO's values).
-
-In `episode` mode with a task pool (`loop.task_pool`, P), `sample` is called for P tasks
-per iteration and the k-th reset of the iteration takes the k-th; `update` then gets the
-pool as `tasks` [P, D], of which the first `handed_out` = min(resets, P) were used. A
-teacher that needs that count sets the class attribute `reads_handed_out = True` and
-takes `update(..., handed_out=None)`: an int32 scalar with a pool, None without one (the
-slot layout, where `tasks` [T * N, D] holds one task per (step, instance) slot).
-Feedback records carry the task each episode actually ran on in either layout.
-
-`step` is the number of `update` calls before this one. It is the same for every seed
-and never vmapped, so periodic work keyed on it (a GMM fit every `fit_every` updates)
-stays a real `lax.cond` under a vmap over seeds instead of a select that runs every time.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
+from acl.errors import ConfigError
 from acl.registry import Registry
 from acl.spaces import Box
 
@@ -70,6 +76,10 @@ class Feedback:
     guide_steps: jax.Array | None = None
     """[K] int32 the guide horizon h the episode ran with (JSRL: a teacher-owned guide
     acted for its first h steps); None when no teacher has a guide."""
+    handed_out: jax.Array | None = None
+    """[] int32 with a task pool: how many of the sampled tasks (the first ones) resets
+    took; the rest were never played. None without a pool, where `tasks` holds one task
+    per slot and the records say which ran."""
 
     @property
     def count(self) -> jax.Array:
@@ -84,7 +94,8 @@ def compact_feedback(feedback: Feedback, size: int) -> tuple[Feedback, jax.Array
     Returns (feedback with K = size, number of valid records that did not fit).
     """
     order = jnp.argsort(~feedback.mask, stable=True)[:size]
-    compact = jax.tree.map(lambda x: x[order], feedback)
+    per_record = feedback.replace(handed_out=None)
+    compact = jax.tree.map(lambda x: x[order], per_record).replace(handed_out=feedback.handed_out)
     return compact, jnp.maximum(feedback.count - size, 0).astype(jnp.int32)
 
 
@@ -103,6 +114,62 @@ def default_info(n: int) -> SampleInfo:
     return SampleInfo(train_on=jnp.ones((n,), bool), guide_steps=jnp.zeros((n,), jnp.int32))
 
 
+@dataclass(frozen=True)
+class StudentSpec:
+    """The student's agent, for teachers that train agents of the same kind (PAIRED's
+    antagonist)."""
+
+    agent: str
+    """Registered agent name."""
+    kwargs: Mapping[str, Any]
+    """Its config keys, as the loop built it."""
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What a teacher may know about the run it serves; handed to every teacher factory
+    once, at construction. Fields are None when unknown (a teacher built outside a run)."""
+
+    env: Any = None
+    """The run's env (`envs.base` protocol): start and goal curricula walk its dynamics,
+    UED teachers edit its levels."""
+    return_bounds: tuple[float, float] | None = None
+    """The env's declared (lowest, highest) episode return, for teachers that rescale
+    returns to [0, 1]. A teacher's own `return_bounds` key overrides it."""
+    loop_mode: str | None = None
+    """"episode" or "batch" (`loop.mode`)."""
+    num_envs: int | None = None
+    """Instances per seed (`loop.num_envs`)."""
+    student: StudentSpec | None = None
+
+
+def require_batch_mode(context: RunContext | None, name: str) -> None:
+    """For teachers that score whole levels from `rollout`: instance i must play tasks[i]
+    for the whole rollout."""
+    if context is not None and context.loop_mode not in (None, "batch"):
+        raise ConfigError(
+            f"teacher {name!r} scores whole levels from the rollout: it needs loop.mode: batch"
+        )
+
+
+def class_factory(cls, run_env: bool = False):
+    """A registry factory for a teacher class configured by its dataclass fields:
+    `factory(task_space, context=None, **config) -> cls(task_space, **config)`. With
+    `run_env`, the class's `env` field defaults to the run's env (`context.env`)."""
+    config_keys = frozenset(f.name for f in dataclasses.fields(cls)) - {"task_space"}
+
+    def factory(task_space: Box, context: RunContext | None = None, **config):
+        if run_env and context is not None and config.get("env") is None:
+            config["env"] = context.env
+        return cls(task_space=task_space, **config)
+
+    factory.config_keys = config_keys
+    factory.__name__ = f"make_{cls.__name__}"
+    factory.__doc__ = cls.__doc__
+    factory.teacher_class = cls
+    return factory
+
+
 @runtime_checkable
 class Teacher(Protocol):
     task_space: Box
@@ -113,10 +180,18 @@ class Teacher(Protocol):
 
     def sample(self, state: Any, key: jax.Array, n: int) -> tuple[Any, jax.Array, SampleInfo]: ...
 
-    def update(self, state: Any, tasks: jax.Array, feedback: Feedback, step: jax.Array) -> Any: ...
+    def update(
+        self,
+        state: Any,
+        key: jax.Array,
+        tasks: jax.Array,
+        feedback: Feedback,
+        rollout: Any,
+        step: jax.Array,
+    ) -> Any: ...
 
     def snapshot(self, state: Any) -> dict: ...
 
 
 TEACHERS: Registry[Teacher] = Registry("teacher")
-"""Teacher factories, called as factory(task_space=..., default_task=..., **config)."""
+"""Teacher factories, called as factory(task_space=..., context=RunContext(...), **config)."""

@@ -37,8 +37,8 @@ Where this departs from the paper, and why:
   evaluated return is a moving window over the current stage's training episodes: no
   extra env steps, one code path for episode and batch mode, and it stays a pure
   function of the feedback. With a stochastic learner it scores the sampled policy.
-- The tolerance is a fraction of the env's return range (`return_bounds`, which the loop
-  passes; (0, 1) without them): advance when mean >= best - tolerance * (high - low).
+- The tolerance is a fraction of the env's return range (`return_bounds`, from the run's
+  context; (0, 1) without them): advance when mean >= best - tolerance * (high - low).
   Third-party ports scale it by |best| instead, which misbehaves for negative returns
   such as goal_maze's -1-per-step.
 - n_stages = 10, window = 100 episodes and tolerance = 0.05 are this module's defaults;
@@ -65,7 +65,7 @@ from flax import struct
 from acl.errors import ConfigError
 from acl.spaces import Box
 from acl.teachers import checks
-from acl.teachers.base import TEACHERS, Feedback, SampleInfo
+from acl.teachers.base import TEACHERS, Feedback, RunContext, SampleInfo
 
 VARIANTS = ("curriculum", "random")
 
@@ -280,12 +280,9 @@ class JSRLTeacher:
 
     # -- update ------------------------------------------------------------------------
 
-    def update(
-        self, state: JSRLState, tasks: jax.Array, feedback: Feedback, step: jax.Array
-    ) -> JSRLState:
+    def update(self, state: JSRLState, key, tasks, feedback: Feedback, rollout, step) -> JSRLState:
         """Adds the returns of the current stage's finished episodes to the window; the
         curriculum then moves to the next stage if the window's mean is good enough."""
-        del tasks, step
         valid = feedback.mask.astype(bool)
         episodes_seen = state.episodes_seen + valid.sum(dtype=jnp.int32)
         if self.variant == "curriculum" and feedback.guide_steps is not None:
@@ -367,6 +364,7 @@ def _check_guide_spaces(guide: AgentGuide, env) -> None:
 
 def make_jsrl(
     task_space: Box,
+    context: RunContext | None = None,
     env=None,
     guide: Any = "oracle",
     guide_epsilon: float = 0.0,
@@ -381,8 +379,12 @@ def make_jsrl(
     base_task=None,
     return_bounds=None,
 ) -> JSRLTeacher:
-    """JSRLTeacher with its guide built from config keys (module docstring). The loop
-    passes `env` (needs_env) and `return_bounds`."""
+    """JSRLTeacher with its guide built from config keys (module docstring). The env (the
+    oracle guide reads it; H defaults to its limit) and the return bounds come from the
+    run's `context` unless given."""
+    if context is not None:
+        env = context.env if env is None else env
+        return_bounds = context.return_bounds if return_bounds is None else return_bounds
     base = checks.base_task(task_space, base_task)
     base = task_space.default_task if base is None else base
     default_horizon = None if env is None else int(env.max_episode_steps)
@@ -443,7 +445,6 @@ make_jsrl.config_keys = frozenset(
         "return_bounds",
     }
 )
-make_jsrl.needs_env = True  # the oracle guide reads the env; H defaults to its limit
 
 TEACHERS.register("jsrl")(make_jsrl)
 

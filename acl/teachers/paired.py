@@ -69,7 +69,13 @@ from acl.agents.common import Transition
 from acl.config import check_kwargs
 from acl.errors import ConfigError
 from acl.spaces import Box
-from acl.teachers.base import TEACHERS, Feedback, default_info
+from acl.teachers.base import (
+    TEACHERS,
+    Feedback,
+    RunContext,
+    default_info,
+    require_batch_mode,
+)
 from envs.maze import Maze, shortest_path_length
 from envs.maze_editor import DEFAULT_NOISE_DIM, DEFAULT_WALL_STEPS, MazeEditor
 
@@ -233,8 +239,6 @@ class PAIREDTeacher:
     num_levels: int = 0
     """Levels per sample the state is sized for at `init` (the loop's num_envs)."""
 
-    reads_rollout = True  # class attribute: update gets the protagonist's rollout
-
     @property
     def _editor_env(self) -> _EditorRollout:
         return _EditorRollout(self.editor)
@@ -298,16 +302,17 @@ class PAIREDTeacher:
     def update(
         self,
         state: PAIREDState,
+        key: jax.Array,
         tasks: jax.Array,
         feedback: Feedback,
+        rollout: Transition | None,
         step: jax.Array,
-        rollout: Transition | None = None,
     ) -> PAIREDState:
         """Regret of the protagonist's rollout [T, n] on `tasks` [n, D] (the last
-        sample's levels) against the antagonist's; both teacher learners update."""
-        del feedback, step  # the per-level returns come from the rollout
+        sample's levels) against the antagonist's; both teacher learners update. The
+        per-level returns come from the rollout, not `feedback`."""
         if rollout is None:
-            raise ValueError("paired: update needs the protagonist's rollout (rollout=...)")
+            raise ValueError("paired: update needs the protagonist's rollout")
         n = tasks.shape[0]
         if rollout.reward.shape[1] != n or state.adversary_batch.reward.shape[1] != n:
             raise ValueError(
@@ -435,6 +440,7 @@ def _make_agent(
 
 def make_paired(
     task_space: Box,
+    context: RunContext | None = None,
     env=None,
     adversary_agent: Any = "recurrent_ppo",
     adversary_kwargs: dict | None = None,
@@ -448,11 +454,24 @@ def make_paired(
     student_agent: str | None = None,
     student_kwargs: dict | None = None,
 ) -> PAIREDTeacher:
-    """PAIREDTeacher from config keys (module docstring). The loop passes `env`
-    (needs_env); `student_agent` / `student_kwargs` (the protagonist's agent name and its
-    kwargs, `total_updates` included) and `num_envs` are what a loop hands teachers
-    marked `needs_student`. `adversary_agent` and `antagonist_agent` name registered
-    agents (acl.agents.AGENTS) or are agent objects (then without kwargs)."""
+    """PAIREDTeacher from config keys (module docstring). A run's `context` gives the
+    env, the instance count (`num_envs`, which a config may repeat but not change) and the
+    protagonist (`student_agent` / `student_kwargs`: its agent name and kwargs,
+    `total_updates` included), unless given. `adversary_agent` and `antagonist_agent` name
+    registered agents (acl.agents.AGENTS) or are agent objects (then without kwargs)."""
+    if context is not None:
+        require_batch_mode(context, "paired")
+        env = context.env if env is None else env
+        if context.num_envs is not None:
+            if num_envs is not None and num_envs != context.num_envs:
+                raise ConfigError(
+                    f"teacher.num_envs ({num_envs}) must equal loop.num_envs "
+                    f"({context.num_envs}), or be left out"
+                )
+            num_envs = context.num_envs
+        if context.student is not None and student_agent is None:
+            student_agent = context.student.agent
+            student_kwargs = dict(context.student.kwargs)
     if not isinstance(env, Maze):
         got = "no env" if env is None else type(env).__name__
         raise ConfigError(f"teacher paired builds maze levels: it needs env maze, got {got}")
@@ -518,8 +537,6 @@ make_paired.config_keys = frozenset(
         "num_envs",
     }
 )
-make_paired.needs_env = True  # the levels are the maze's; the editor is built on it
-make_paired.needs_student = True  # antagonist = the protagonist's agent kind and kwargs
 
 TEACHERS.register("paired")(make_paired)
 

@@ -4,14 +4,13 @@ Adversarial Environment Design") and ACCEL (Parker-Holder et al. 2022).
 
 The tasks are levels of an env with a level generator, `env.sample_tasks(key, n,
 num_walls)` (envs.maze.Maze), and for ACCEL a level editor, `env.edit_tasks(key, tasks,
-num_edits)`. The factories are marked `needs_env`, so `acl.train.build_components` hands
-them the run's env.
+num_edits)`. The factories take the run's env from their `RunContext`.
 
 DR ("dr") hands out fresh generator levels (the literature's 25 walls; `num_walls`).
 
 PLR keeps a buffer of `capacity` levels with scores and last-seen timestamps; the
 sampler is stateless and its state (`PLRState`) separate, as JaxUED's LevelSampler.
-It reads the student's rollout (`reads_rollout`), so the loop runs in `batch` mode: all
+It reads the student's rollout (`update`'s `rollout`), so the loop runs in `batch` mode: all
 instances reset onto the batch's levels, and instance i plays `tasks[i]` for the whole
 rollout. Each batch is one of three kinds, decided in `sample`:
 
@@ -92,7 +91,14 @@ from acl.agents.common import Transition, gae
 from acl.errors import ConfigError
 from acl.spaces import Box
 from acl.teachers import checks
-from acl.teachers.base import TEACHERS, Feedback, default_info
+from acl.teachers.base import (
+    TEACHERS,
+    Feedback,
+    RunContext,
+    class_factory,
+    default_info,
+    require_batch_mode,
+)
 
 PLR_USES = "draws levels from the env's generator"
 
@@ -143,9 +149,6 @@ class DRTeacher:
     num_walls: int | None = None
     """Walls of each level; None: the env's own `num_walls` (the maze's 25)."""
 
-    needs_env = True
-    """Registry flag (not a field): the factory needs env=..., with `sample_tasks`."""
-
     def __post_init__(self):
         checks.check_env(
             self.env,
@@ -167,8 +170,7 @@ class DRTeacher:
     def sample(self, state: DRState, key: jax.Array, n: int):
         return state, self.env.sample_tasks(key, n, state.params.num_walls), default_info(n)
 
-    def update(self, state: DRState, tasks, feedback: Feedback, step) -> DRState:
-        del tasks, step
+    def update(self, state: DRState, key, tasks, feedback: Feedback, rollout, step) -> DRState:
         return state.replace(episodes_seen=state.episodes_seen + feedback.count.astype(jnp.int32))
 
     def snapshot(self, state: DRState) -> dict:
@@ -339,10 +341,6 @@ class PLRTeacher:
     num_walls: int | None = None
     """Walls of each generated level; None: the env's own `num_walls` (the maze's 25)."""
 
-    reads_rollout = True
-    """Loop flag (not a field): `update` takes `rollout=`; batch mode only."""
-    needs_env = True
-
     def __post_init__(self):
         name = self.name
         methods = ("sample_tasks", "edit_tasks") if self.num_edits else ("sample_tasks",)
@@ -503,18 +501,18 @@ class PLRTeacher:
     def update(
         self,
         state: PLRState,
+        key: jax.Array,
         tasks: jax.Array,
         feedback: Feedback,
+        rollout: Transition | None,
         step: jax.Array,
-        rollout: Transition | None = None,
     ) -> PLRState:
         """Scores the batch's levels tasks [N, D] from `rollout` [T, N] and records them
         (`record`). `feedback` is not read: the rollout has every step."""
-        del feedback, step
         if rollout is None:
             raise ConfigError(
                 f"teacher {self.name!r} scores levels from the rollout: call "
-                "update(..., rollout=batch) (the loop does in loop.mode: batch)"
+                "update with the batch's rollout (the loop does, in loop.mode: batch)"
             )
         p = state.params
         stats = level_stats(rollout, p.gamma, p.gae_lambda, p.reward_scale)
@@ -593,21 +591,32 @@ class PLRTeacher:
 _PLR_KEYS = frozenset(f.name for f in fields(PLRTeacher)) - {"task_space", "robust", "num_edits"}
 
 
-def make_plr(task_space: Box, **kwargs) -> PLRTeacher:
-    """Prioritized Level Replay (env=... required)."""
-    _check_keys("plr", kwargs, _PLR_KEYS)
+def _plr_kwargs(name: str, context: RunContext | None, kwargs: dict) -> dict:
+    """Checks the keys and the loop mode; the env comes from the run unless given."""
+    _check_keys(name, kwargs, _PLR_KEYS)
+    require_batch_mode(context, name)
+    if context is not None and kwargs.get("env") is None:
+        kwargs = {**kwargs, "env": context.env}
+    return kwargs
+
+
+def make_plr(task_space: Box, context: RunContext | None = None, **kwargs) -> PLRTeacher:
+    """Prioritized Level Replay (the run's env, or env=...)."""
+    kwargs = _plr_kwargs("plr", context, kwargs)
     return PLRTeacher(task_space=task_space, robust=False, **kwargs)
 
 
-def make_robust_plr(task_space: Box, **kwargs) -> PLRTeacher:
-    """Robust PLR: PLR without student learning on new levels (env=... required)."""
-    _check_keys("robust_plr", kwargs, _PLR_KEYS)
+def make_robust_plr(task_space: Box, context: RunContext | None = None, **kwargs) -> PLRTeacher:
+    """Robust PLR: PLR without student learning on new levels (the run's env, or env=...)."""
+    kwargs = _plr_kwargs("robust_plr", context, kwargs)
     return PLRTeacher(task_space=task_space, robust=True, **kwargs)
 
 
-def make_accel(task_space: Box, num_edits: int = 5, **kwargs) -> PLRTeacher:
-    """ACCEL: robust PLR that edits its replayed levels (env=... with `edit_tasks`)."""
-    _check_keys("accel", kwargs, _PLR_KEYS)
+def make_accel(
+    task_space: Box, context: RunContext | None = None, num_edits: int = 5, **kwargs
+) -> PLRTeacher:
+    """ACCEL: robust PLR that edits its replayed levels (an env with `edit_tasks`)."""
+    kwargs = _plr_kwargs("accel", context, kwargs)
     checks.check(
         isinstance(num_edits, int) and not isinstance(num_edits, bool) and num_edits >= 1,
         f"teacher.num_edits must be an integer >= 1, got {num_edits!r}",
@@ -629,9 +638,9 @@ for _factory, _keys in (
     (make_accel, _PLR_KEYS | {"num_edits"}),
 ):
     _factory.config_keys = _keys
-    _factory.needs_env = True
 
-TEACHERS.register("dr")(DRTeacher)
+
+TEACHERS.register("dr")(class_factory(DRTeacher, run_env=True))
 TEACHERS.register("plr")(make_plr)
 TEACHERS.register("robust_plr")(make_robust_plr)
 TEACHERS.register("accel")(make_accel)

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from acl.spaces import Box
-from acl.teachers.base import TEACHERS, Feedback, SampleInfo, default_info
+from acl.teachers.base import TEACHERS, Feedback, SampleInfo, class_factory, default_info
 
 
 @struct.dataclass
@@ -36,9 +36,7 @@ class _StatelessTeacher:
         del key
         return CountingState(params=params, episodes_seen=jnp.zeros((), jnp.int32))
 
-    def update(
-        self, state: CountingState, tasks: jax.Array, feedback: Feedback, step: jax.Array
-    ) -> CountingState:
+    def update(self, state: CountingState, key, tasks, feedback: Feedback, rollout, step):
         return state.replace(episodes_seen=state.episodes_seen + feedback.count.astype(jnp.int32))
 
     def snapshot(self, state: CountingState) -> dict:
@@ -63,7 +61,7 @@ class FixedTeacher(_StatelessTeacher):
         return state, tasks, default_info(n)
 
 
-TEACHERS.register("random")(RandomTeacher)
-TEACHERS.register("fixed")(FixedTeacher)
+TEACHERS.register("random")(class_factory(RandomTeacher))
+TEACHERS.register("fixed")(class_factory(FixedTeacher))
 
 __all__ = ["RandomTeacher", "FixedTeacher", "SampleInfo"]

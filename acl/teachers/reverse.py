@@ -5,7 +5,7 @@ The teacher hands out *start states* as tasks: `base_task` (the goal the whole r
 about) with its start part replaced (`StartTaskEnv.task_with_start`). It works with any
 env implementing `envs.base.StartTaskEnv` (goal_maze, point_maze, brax_goal); the env is
 a static field, and its `reset` / `step` drive the Brownian expansion inside jit. The
-factory is marked `needs_env`, so `acl.train.build_components` hands it the run's env.
+factory takes the run's env from its `RunContext`.
 
 One *round* is `updates_per_round` calls of `update` (the paper's inner training
 iterations) on a fixed batch of B = n_new + n_old starts:
@@ -35,7 +35,7 @@ Batch tasks are handed out in order, cycling through the batch from a cursor tha
 carries over between `sample` calls, so the n_new : n_old mix of the handed-out tasks
 is the batch's and every start gets about the same share of episodes.
 With a task pool (`loop.task_pool`) the pool's first entries are the ones handed out,
-so `update` moves the cursor back by the entries that were not (`handed_out`): the
+so `update` moves the cursor back by the entries that were not (`feedback.handed_out`): the
 next pool continues right after the last start handed out.
 
 Where this departs from the paper, and why:
@@ -85,7 +85,7 @@ from gymnax.environments import spaces
 from acl.errors import ConfigError
 from acl.spaces import Box
 from acl.teachers import checks
-from acl.teachers.base import TEACHERS, Feedback, default_info
+from acl.teachers.base import TEACHERS, Feedback, RunContext, class_factory, default_info
 from envs.base import StartTaskEnv
 
 START_ENV = dict(
@@ -166,9 +166,6 @@ class ReverseTeacher:
     r_max: float = 0.9
     base_task: tuple[float, ...] | None = None
     """The task that fixes the goal; None: the task space's default task."""
-
-    reads_handed_out = True
-    """Protocol flag (not a field): `update` takes `handed_out` (acl.teachers.base)."""
 
     def __post_init__(self):
         checks.check_env(self.env, self.task_space, "reverse", **START_ENV)
@@ -269,18 +266,19 @@ class ReverseTeacher:
     def update(
         self,
         state: ReverseState,
+        key: jax.Array,
         tasks: jax.Array,
         feedback: Feedback,
+        rollout,
         step: jax.Array,
-        handed_out: jax.Array | None = None,
     ) -> ReverseState:
         """Counts attempts and successes per batch start; at a round boundary
         ((step + 1) % updates_per_round == 0) labels, fills the buffer and expands.
 
-        `handed_out` (a task pool's): only tasks[:handed_out] were used, so the cursor
-        moves back over the rest; the next `sample` hands those starts out first."""
-        if handed_out is not None:
-            unused = tasks.shape[0] - jnp.clip(handed_out, 0, tasks.shape[0])
+        With a task pool (`feedback.handed_out`), only tasks[:handed_out] were used, so the
+        cursor moves back over the rest; the next `sample` hands those starts out first."""
+        if feedback.handed_out is not None:
+            unused = tasks.shape[0] - jnp.clip(feedback.handed_out, 0, tasks.shape[0])
             cursor = (state.cursor - unused) % self.batch_size
             state = state.replace(cursor=cursor.astype(jnp.int32))
         hits = self.match(state, feedback)
@@ -506,9 +504,6 @@ class UniformStartTeacher:
     env: StartTaskEnv | None = None
     base_task: tuple[float, ...] | None = None
 
-    needs_env = True
-    """Registry flag (not a field): the factory needs env=..., a StartTaskEnv."""
-
     def __post_init__(self):
         checks.check_env(self.env, self.task_space, "uniform_start", **START_ENV)
         object.__setattr__(self, "base_task", checks.base_task(self.task_space, self.base_task))
@@ -533,8 +528,7 @@ class UniformStartTeacher:
         tasks = self.task_space.clip(env.task_with_start(base, starts))
         return state, tasks, default_info(n)
 
-    def update(self, state, tasks, feedback: Feedback, step):
-        del tasks, step
+    def update(self, state, key, tasks, feedback: Feedback, rollout, step):
         return state.replace(episodes_seen=state.episodes_seen + feedback.count.astype(jnp.int32))
 
     def snapshot(self, state) -> dict:
@@ -568,8 +562,14 @@ REVERSE_PRESETS: dict[str, dict] = {
 """Named settings of the reverse teacher."""
 
 
-def make_reverse(task_space: Box, preset: str = "florensa2017", **overrides) -> ReverseTeacher:
-    """ReverseTeacher from a named preset plus keyword overrides (env=... is required)."""
+def make_reverse(
+    task_space: Box,
+    context: RunContext | None = None,
+    preset: str = "florensa2017",
+    **overrides,
+) -> ReverseTeacher:
+    """ReverseTeacher from a named preset plus keyword overrides, on the run's env (or
+    env=..., a StartTaskEnv)."""
     if preset not in REVERSE_PRESETS:
         raise ConfigError(
             f"teacher.preset: unknown reverse preset {preset!r} "
@@ -581,16 +581,17 @@ def make_reverse(task_space: Box, preset: str = "florensa2017", **overrides) -> 
             f"teacher.{unknown[0]}: unknown reverse option "
             f"(known: {', '.join(sorted(_REVERSE_KEYS))})"
         )
+    if context is not None and overrides.get("env") is None:
+        overrides["env"] = context.env
     return ReverseTeacher(task_space=task_space, **{**REVERSE_PRESETS[preset], **overrides})
 
 
 _REVERSE_KEYS = frozenset(f.name for f in fields(ReverseTeacher)) - {"task_space"}
 make_reverse.config_keys = _REVERSE_KEYS | {"preset"}
-make_reverse.needs_env = True  # the factory needs env=..., a StartTaskEnv
 make_reverse.presets = REVERSE_PRESETS
 
 TEACHERS.register("reverse")(make_reverse)
-TEACHERS.register("uniform_start")(UniformStartTeacher)
+TEACHERS.register("uniform_start")(class_factory(UniformStartTeacher, run_env=True))
 
 __all__ = [
     "REVERSE_PRESETS",

@@ -91,7 +91,7 @@ from flax import struct
 
 from acl.errors import ConfigError
 from acl.spaces import Box
-from acl.teachers.base import TEACHERS, Feedback, default_info
+from acl.teachers.base import TEACHERS, Feedback, RunContext, default_info
 
 
 @struct.dataclass
@@ -325,12 +325,10 @@ class RIACTeacher:
 
     # ------------------------------------------------------------------ update
 
-    def update(
-        self, state: RIACState, tasks: jax.Array, feedback: Feedback, step: jax.Array
-    ) -> RIACState:
+    def update(self, state: RIACState, key, tasks, feedback: Feedback, rollout, step) -> RIACState:
         """Insert the valid records of `feedback` (task [K, D], return [K]) into every node
-        containing them, split at most one full leaf, recompute the ALPs."""
-        del tasks  # the tasks the episodes actually ran are in feedback.task
+        containing them, split at most one full leaf, recompute the ALPs. The tasks the
+        episodes actually ran are in feedback.task; splits draw from the state's key."""
         w = self.window_size
         r = self.max_regions
         task = jnp.asarray(feedback.task, jnp.float32)
@@ -579,12 +577,13 @@ _STATIC_BOOL = ("sample_in_leaves_only", "last_attempt_child_alp")
 _PARAMS = tuple(f.name for f in fields(RIACParams))
 
 
-def make_riac(task_space: Box, **config) -> RIACTeacher:
+def make_riac(task_space: Box, context: RunContext | None = None, **config) -> RIACTeacher:
     """RIAC from config: static fields (max_regions, max_region_size, num_split_attempts,
     split_every, max_depth, sample_in_leaves_only, last_attempt_child_alp) and numeric
     parameters (alp_window,
     min_region_size, min_dims_range_ratio, discard_ratio, random_ratio, mutation_ratio,
     mutation_std, min_split_score); defaults are teachDeepRL's."""
+    del context  # RIAC reads raw returns
     unknown = sorted(set(config) - make_riac.config_keys)
     if unknown:
         known = ", ".join(sorted(make_riac.config_keys))

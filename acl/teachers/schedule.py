@@ -17,7 +17,7 @@ import numpy as np
 from flax import struct
 
 from acl.spaces import Box
-from acl.teachers.base import TEACHERS, Feedback, default_info
+from acl.teachers.base import TEACHERS, Feedback, class_factory, default_info
 from acl.teachers.checks import check, positive_int
 
 
@@ -49,7 +49,6 @@ def _fractions(values, dim: int, name: str) -> tuple[float, ...]:
     return values
 
 
-@TEACHERS.register("schedule")
 @dataclass(frozen=True)
 class ScheduleTeacher:
     """Uniform over a box growing linearly from a start box to the whole space.
@@ -106,10 +105,7 @@ class ScheduleTeacher:
         tasks = jax.random.uniform(key, (n, self.task_space.dim), minval=low, maxval=high)
         return state, tasks, default_info(n)
 
-    def update(
-        self, state: ScheduleState, tasks: jax.Array, feedback: Feedback, step: jax.Array
-    ) -> ScheduleState:
-        del tasks, step
+    def update(self, state: ScheduleState, key, tasks, feedback: Feedback, rollout, step):
         return state.replace(
             updates=state.updates + 1,
             episodes_seen=state.episodes_seen + feedback.count.astype(jnp.int32),
@@ -118,3 +114,6 @@ class ScheduleTeacher:
     def snapshot(self, state: ScheduleState) -> dict:
         low, high = self.box(state)
         return {"box_low": low, "box_high": high, "episodes_seen": state.episodes_seen}
+
+
+TEACHERS.register("schedule")(class_factory(ScheduleTeacher))

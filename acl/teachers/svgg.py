@@ -98,13 +98,13 @@ from flax import struct
 from acl.errors import ConfigError
 from acl.spaces import Box
 from acl.teachers import checks
-from acl.teachers.base import TEACHERS, Feedback, default_info
+from acl.teachers.base import TEACHERS, Feedback, RunContext, class_factory, default_info
 from envs.base import GoalTaskEnv
 
 GOAL_ENV = dict(
     uses="writes goals into tasks",
     build="make_svgg(task_space, env=...) or through acl.train.build_components (it "
-    "hands teachers marked needs_env the env)",
+    "hands every teacher factory the run's env in its context)",
     protocol=GoalTaskEnv,
     methods=("goal_from_task", "task_with_goal", "achieved_goal"),
 )
@@ -379,9 +379,6 @@ class SVGGTeacher:
     base_task: tuple[float, ...] | None = None
     """The task that fixes the start; None: the task space's default task."""
 
-    needs_env = True
-    """Registry flag (not a field): the factory needs env=..., a GoalTaskEnv."""
-
     def __post_init__(self):
         checks.check_env(self.env, self.task_space, "svgg", **GOAL_ENV)
         for name in (
@@ -550,11 +547,10 @@ class SVGGTeacher:
     # -- update --------------------------------------------------------------------------
 
     def update(
-        self, state: SVGGState, tasks: jax.Array, feedback: Feedback, step: jax.Array
+        self, state: SVGGState, key, tasks, feedback: Feedback, rollout, step: jax.Array
     ) -> SVGGState:
         """Buffers take the valid records; every `update_every` updates the validity
         model is refitted, D_phi trained and the particles moved (`fit`)."""
-        del tasks
         state = self.record(state, feedback)
         # The predicate depends on `step` only, the same for every seed: a real branch.
         due = jnp.asarray(step) % self.update_every == 0
@@ -732,9 +728,6 @@ class RandomGoalTeacher:
     env: GoalTaskEnv | None = None
     base_task: tuple[float, ...] | None = None
 
-    needs_env = True
-    """Registry flag (not a field): the factory needs env=..., a GoalTaskEnv."""
-
     def __post_init__(self):
         checks.check_env(self.env, self.task_space, "random_goal", **GOAL_ENV)
         object.__setattr__(self, "base_task", checks.base_task(self.task_space, self.base_task))
@@ -757,17 +750,18 @@ class RandomGoalTeacher:
         tasks = self.task_space.clip(self.env.task_with_goal(base, goals))
         return state, tasks, default_info(n)
 
-    def update(self, state, tasks, feedback: Feedback, step):
-        del tasks, step
+    def update(self, state, key, tasks, feedback: Feedback, rollout, step):
         return state.replace(episodes_seen=state.episodes_seen + feedback.count.astype(jnp.int32))
 
     def snapshot(self, state) -> dict:
         return {"episodes_seen": state.episodes_seen}
 
 
-def make_svgg(task_space: Box, **options) -> SVGGTeacher:
-    """SVGGTeacher from keyword options (env=... is required); `difficulty` names an
-    (alpha, beta) preset of DIFFICULTIES."""
+def make_svgg(task_space: Box, context: RunContext | None = None, **options) -> SVGGTeacher:
+    """SVGGTeacher from keyword options, on the run's env (or env=..., a GoalTaskEnv);
+    `difficulty` names an (alpha, beta) preset of DIFFICULTIES."""
+    if context is not None and options.get("env") is None:
+        options["env"] = context.env
     unknown = sorted(set(options) - _SVGG_KEYS)
     if unknown:
         raise ConfigError(
@@ -780,11 +774,10 @@ def make_svgg(task_space: Box, **options) -> SVGGTeacher:
 
 _SVGG_KEYS = frozenset(f.name for f in fields(SVGGTeacher)) - {"task_space"}
 make_svgg.config_keys = _SVGG_KEYS
-make_svgg.needs_env = True  # the factory needs env=..., a GoalTaskEnv
 make_svgg.presets = DIFFICULTIES
 
 TEACHERS.register("svgg")(make_svgg)
-TEACHERS.register("random_goal")(RandomGoalTeacher)
+TEACHERS.register("random_goal")(class_factory(RandomGoalTeacher, run_env=True))
 
 __all__ = [
     "DIFFICULTIES",
