@@ -3,12 +3,12 @@
 A run's test set is either made from the task space (`make_test_set`: a grid of cell
 centres in 2-D, else uniform tasks) or, with `eval.test_set`, a named set of levels the
 env provides (`TEST_SETS`, e.g. the maze's held-out mazes in envs/maze_levels.py), whose
-names label the per-test-task metrics.
+names label the per-test-task metrics. `TEST_SETS` is declared on the env side
+(envs/registry.py) so that env modules register their sets without importing acl.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -17,17 +17,8 @@ import numpy as np
 from flax import struct
 
 from acl.errors import ConfigError
-from acl.registry import Registry
 from acl.spaces import Box
-
-TEST_SETS: Registry[Callable[..., tuple[tuple[str, ...], np.ndarray]]] = Registry(
-    "env with named test sets"
-)
-"""Env name -> provider(env, spec, seed) -> (names, tasks [M, D] float32 numpy).
-
-`spec` is the config's `eval.test_set`: a set's name or a list of level names; `seed`
-draws procedural levels. A provider raises ConfigError for a name it does not know.
-Env modules register theirs (`@TEST_SETS.register("maze")`)."""
+from envs.registry import TEST_SETS
 
 
 def make_test_set(
