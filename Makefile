@@ -21,7 +21,9 @@ run: $(STAMP)
 	$(PY) -m experiments.run --config experiments/configs/point_reach_unfeasible_alp_gmm.yaml --out runs/make_run/alp_gmm
 	$(PY) -m experiments.compare runs/make_run/random runs/make_run/alp_gmm --out runs/make_run
 
+# The package graph contracts ([importlinter] in setup.cfg) first: they take a second.
 test: $(STAMP)
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q -m "not slow"
 
 test-slow: $(STAMP)

@@ -1,5 +1,5 @@
-"""Errors raised on bad user input, before anything is compiled."""
+"""Re-exports ConfigError, defined in envs/errors.py (envs imports nothing from acl)."""
 
+from envs.errors import ConfigError
 
-class ConfigError(ValueError):
-    """A config value, name or file is invalid. The message names the field."""
+__all__ = ["ConfigError"]

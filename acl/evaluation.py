@@ -3,12 +3,12 @@
 A run's test set is either made from the task space (`make_test_set`: a grid of cell
 centres in 2-D, else uniform tasks) or, with `eval.test_set`, a named set of levels the
 env provides (`TEST_SETS`, e.g. the maze's held-out mazes in envs/maze_levels.py), whose
-names label the per-test-task metrics.
+names label the per-test-task metrics. `TEST_SETS` is declared on the env side
+(envs/registry.py) so that env modules register their sets without importing acl.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -16,18 +16,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from acl.agents.episodes import run_episodes
 from acl.errors import ConfigError
-from acl.registry import Registry
 from acl.spaces import Box
-
-TEST_SETS: Registry[Callable[..., tuple[tuple[str, ...], np.ndarray]]] = Registry(
-    "env with named test sets"
-)
-"""Env name -> provider(env, spec, seed) -> (names, tasks [M, D] float32 numpy).
-
-`spec` is the config's `eval.test_set`: a set's name or a list of level names; `seed`
-draws procedural levels. A provider raises ConfigError for a name it does not know.
-Env modules register theirs (`@TEST_SETS.register("maze")`)."""
+from envs.registry import TEST_SETS
 
 
 def make_test_set(
@@ -111,37 +103,6 @@ class EvalResult:
 def solve_rate(env, returns: jax.Array) -> jax.Array:
     """Share of episodes that succeed (`env.is_success`), [..., E] -> [...]."""
     return env.is_success(returns).mean(axis=-1)
-
-
-def run_episodes(
-    env, agent, agent_state: Any, tasks: jax.Array, key: jax.Array, deterministic: bool = True
-) -> jax.Array:
-    """One full episode per task, [K, D] -> returns [K].
-
-    Runs exactly `env.max_episode_steps` steps and counts rewards until each episode's
-    first end, so the cost is fixed and nothing branches per instance.
-    """
-    n = tasks.shape[0]
-    params = env.params_for_tasks(tasks)
-    reset_key, loop_key = jax.random.split(key)
-    obs, state = jax.vmap(env.reset)(jax.random.split(reset_key, n), params)
-
-    def step(carry, step_key):
-        obs, state, recurrent, total, alive = carry
-        act_key, env_key = jax.random.split(step_key)
-        action, recurrent, _ = agent.act(agent_state, obs, recurrent, act_key, deterministic)
-        obs, state, reward, terminated, truncated, _ = jax.vmap(env.step, in_axes=(0, 0, 0, 0))(
-            jax.random.split(env_key, n), state, agent.env_action(action), params
-        )
-        total = total + reward * alive
-        alive = alive & ~(terminated | truncated)
-        return (obs, state, recurrent, total, alive), None
-
-    init = (obs, state, agent.initial_carry(n), jnp.zeros(n), jnp.ones(n, bool))
-    (_, _, _, total, _), _ = jax.lax.scan(
-        step, init, jax.random.split(loop_key, env.max_episode_steps)
-    )
-    return total
 
 
 def evaluate(

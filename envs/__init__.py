@@ -10,7 +10,7 @@ from envs import (  # noqa: F401
     cartpole,
     goal_maze,
     maze,
-    maze_levels,  # registers the maze's held-out test sets (acl.evaluation.TEST_SETS)
+    maze_levels,  # registers the maze's held-out test sets (envs.registry.TEST_SETS)
     mountain_car,
     pendulum,
     point_maze,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from acl.errors import ConfigError
+from envs.errors import ConfigError
 
 
 def positive_int(value, field: str, allow_none: bool = True) -> int | None:

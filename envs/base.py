@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 from gymnax.environments import environment, spaces
 
-from acl.spaces import Box
+from envs.spaces import Box
 
 
 class TaskEnv:

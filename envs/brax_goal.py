@@ -67,10 +67,9 @@ import numpy as np
 from flax import struct
 from gymnax.environments import spaces
 
-from acl.errors import ConfigError
-from acl.spaces import Box
 from envs._checks import positive_int
 from envs.base import GoalTaskEnv, StartTaskEnv
+from envs.errors import ConfigError
 from envs.point_maze import (
     BOUNDARY,
     DEFAULT_TASKS,
@@ -80,6 +79,7 @@ from envs.point_maze import (
     StartGoalParams,
 )
 from envs.registry import ENVS
+from envs.spaces import Box
 
 RADIUS = 0.03
 """Radius of the ball."""

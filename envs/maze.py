@@ -80,11 +80,11 @@ import numpy as np
 from flax import struct
 from gymnax.environments import spaces
 
-from acl.errors import ConfigError
-from acl.spaces import Box
 from envs._checks import non_negative_int, positive_int
 from envs.base import TaskEnv
+from envs.errors import ConfigError
 from envs.registry import ENVS
+from envs.spaces import Box
 
 LEFT, RIGHT, FORWARD = 0, 1, 2
 """The actions: MiniGrid's turn left, turn right, move forward."""

@@ -23,7 +23,7 @@ the seven whose mean solve rate the robust-PLR results are usually quoted over
 vmapped evaluation (each padded with walls to the maze's size).
 
 The curriculum loop's zero-shot evaluation reads them by name (`NAMED_SETS`, registered
-with acl.evaluation.TEST_SETS): `eval.test_set: maze_held_out` (`EVALUATION`),
+with envs.registry.TEST_SETS): `eval.test_set: maze_held_out` (`EVALUATION`),
 `maze_plr` (`PLR_EVALUATION`) or a list of maze names; procedural mazes are drawn with
 `eval.seed`. Evaluation episodes last the env's T (250 steps by default).
 """
@@ -35,9 +35,9 @@ from importlib import resources
 
 import numpy as np
 
-from acl.errors import ConfigError
-from acl.evaluation import TEST_SETS
+from envs.errors import ConfigError
 from envs.maze import DEFAULT_SIZE, Level, MazeParams, stack_params
+from envs.registry import TEST_SETS
 
 HELD_OUT = (
     "SixteenRooms",

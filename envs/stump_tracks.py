@@ -92,10 +92,10 @@ from gymnax.environments import spaces
 from jax2d.engine import get_pairwise_interaction_indices
 from jax2d.sim_state import SimParams, SimState
 
-from acl.spaces import Box
 from envs._checks import positive_int
 from envs.base import TaskEnv
 from envs.registry import ENVS
+from envs.spaces import Box
 from envs.walkers import (
     JAX2D_BASE_FRICTION,
     SCALE,

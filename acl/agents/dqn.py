@@ -43,6 +43,7 @@ from gymnax.environments import spaces
 
 from acl.agents.base import AGENTS
 from acl.agents.common import Transition
+from acl.agents.episodes import run_episodes
 from acl.agents.her import HERBatch, check_strategy, relabel_probability, sample_her
 from acl.agents.networks import MLP
 from acl.agents.replay import (
@@ -296,8 +297,6 @@ def greedy_success_rate(
     env, agent: DQN, state: DQNState, tasks: jax.Array, key: jax.Array
 ) -> jax.Array:
     """Share of greedy episodes, one per task [K, D], that the env counts as successful."""
-    from acl.evaluation import run_episodes
-
     returns = run_episodes(env, agent, state, tasks, key, deterministic=True)
     return env.is_success(returns).mean()
 
