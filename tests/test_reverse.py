@@ -232,7 +232,7 @@ def test_labelling_keeps_starts_with_success_in_range():
 def test_expansion_stays_within_brownian_horizon_of_good_starts():
     teacher = maze_teacher()
     state, feedback, _ = hand_built_round(teacher)
-    after = jitted(teacher)[2](state, None, feedback, jnp.int32(1))
+    after = jitted(teacher)[2](state, KEY, None, feedback, None, jnp.int32(1))
     new = np.asarray(after.batch[: teacher.n_new])
     on_grid(MAZE, new)
     good_cells = np.array([CELLS[n] for n in KEEP])
@@ -266,7 +266,7 @@ def all_same_outcome(teacher, state, success: bool) -> Feedback:
 def test_no_good_start_mostly_too_hard_replays_the_buffer():
     teacher = maze_teacher()
     state = init(teacher)
-    after = jitted(teacher)[2](state, None, all_same_outcome(teacher, state, False), 1)
+    after = jitted(teacher)[2](state, KEY, None, all_same_outcome(teacher, state, False), None, 1)
     # Only the seed is in the buffer, so the walks start at the goal again.
     goal = np.asarray(MAZE.default_params().goal)[None]
     assert int(after.buffer_count) == 1 and int(after.rounds) == 1
@@ -278,7 +278,7 @@ def test_no_good_start_mostly_too_easy_walks_longer():
     state = init(teacher)
     goal = np.asarray(MAZE.default_params().goal)[None]
     assert distance(MAZE, state.batch, goal).max() <= teacher.brownian_horizon
-    after = jitted(teacher)[2](state, None, all_same_outcome(teacher, state, True), 1)
+    after = jitted(teacher)[2](state, KEY, None, all_same_outcome(teacher, state, True), None, 1)
     assert int(after.buffer_count) == 1 and int(after.rounds) == 1
     new = np.asarray(after.batch[: teacher.n_new])
     on_grid(MAZE, new)
@@ -300,7 +300,7 @@ def test_round_without_finished_episodes_is_extended():
             mask=jnp.zeros(0, bool),
         )
     )
-    after = jitted(teacher)[2](state, None, empty, jnp.int32(1))
+    after = jitted(teacher)[2](state, KEY, None, empty, None, jnp.int32(1))
     for a, b in zip(jax.tree.leaves(after), jax.tree.leaves(state)):
         np.testing.assert_array_equal(a, b)
 
