@@ -1,0 +1,327 @@
+"""Golden fixtures: a tiny run of every registered teacher, recorded bit for bit.
+
+They pin down what each teacher does today (the tasks it draws, the loop's metrics, its
+snapshots), so that a refactor of the teacher contract or of the loop can be checked to
+change no teacher's behaviour: tests/test_golden.py re-runs each config in `CONFIGS` and
+asserts that every array is bit-identical to the recorded one.
+
+    python -m tests.golden                     # check every teacher, listing what differs
+    python -m tests.golden plr svgg            # check some
+    python -m tests.golden --record plr        # re-record some (no names: all)
+
+Re-record only when a change is meant to alter a teacher's behaviour, and say why in the
+commit. A newly registered teacher needs a config in `CONFIGS` and a recorded fixture
+(tests/test_golden.py fails until it has both).
+
+Each run takes the public path: a config dict -> `acl.train.Trainer`, its seed vmap
+(`jit_init_seeds`), then `run_iterations` one iteration at a time, so the fixtures
+survive internal changes of the loop. The test-set evaluation of `run_chunk` is left
+out: it scores the student, whose updates the agent metrics already pin, and would add
+a compile per teacher. Fixtures are one compressed .npz per teacher under
+tests/fixtures/golden/, keyed by name:
+
+    config                 the config dict the run used, as JSON
+    versions               jax/jaxlib/numpy of the recording (reported, not compared)
+    tasks                  [iterations, seeds, n, D] every task the teacher drew in each
+                           iteration: the loop's task log, sized to hold them all
+    metrics.<name>         [iterations, seeds] the per-iteration stats of
+                           `Trainer.run_iterations` (episodes, return and success sums,
+                           dropped feedback, pool overflow)
+    metrics.agent.<name>   [iterations, seeds] the agent's update metrics
+    snapshot.<name>        [iterations, seeds, ...] teacher.snapshot(state) after each
+                           iteration; the last is the final state's
+
+The runs are tiny (4 to 6 iterations of a 16-unit PPO, 2 seeds) yet each reaches its
+teacher's periodic work: GMM fits, RIAC splits, PLR replays and ACCEL edits, reverse
+rounds, SVGG fits, a JSRL stage move. Between them they also take each way the loop
+talks to a teacher: the slot layout, a task pool (with `handed_out` for reverse),
+`max_feedback`, a challenge with an expert prior (alp_gmm), batch mode with rollout
+readers (PLR, ACCEL, PAIRED), and a guide (JSRL).
+
+Bit-identity holds on CPU, where the project requires determinism; the fixtures were
+recorded on an x86-64 CPU and may differ on another architecture or jax version.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+
+GOLDEN = Path(__file__).parent / "fixtures" / "golden"
+NOT_COMPARED = ("versions",)
+
+_PPO = {"name": "ppo", "hidden_sizes": [16], "update_epochs": 2, "num_minibatches": 2}
+# Episode mode: 4 iterations of 4 x 16 steps; the task log holds all 64 tasks each
+# iteration draws (one per slot). One chunk: the evaluation is not run (see `run`).
+_EPISODE = {
+    "num_envs": 4,
+    "num_steps": 16,
+    "total_env_steps": 256,
+    "eval_every": 256,
+    "task_log_size": 256,
+}
+# Batch mode on a 6 x 6 maze: 6 iterations of 4 levels played 12 steps.
+_MAZE = {"name": "maze", "height": 6, "width": 6, "max_episode_steps": 12, "num_walls": 5}
+_BATCH = {
+    "num_envs": 4,
+    "num_steps": 12,
+    "total_env_steps": 288,
+    "eval_every": 288,
+    "mode": "batch",
+    "task_log_size": 24,
+}
+
+
+def _config(teacher: dict, env: dict, loop: dict | None = None, **extra) -> dict:
+    return {
+        "name": f"golden_{teacher['name']}",
+        "seed": 0,
+        "num_seeds": 2,
+        "env": env,
+        "teacher": teacher,
+        "agent": _PPO,
+        "loop": {**_EPISODE, **(loop or {})},
+        **extra,
+    }
+
+
+def _maze(teacher: dict, **extra) -> dict:
+    return _config(teacher, _MAZE, _BATCH, **extra)
+
+
+_CARTPOLE = {"name": "cartpole", "max_episode_steps": 50}
+_POINT_REACH = {"name": "point_reach"}
+_GOAL_MAZE = {"name": "goal_maze", "max_episode_steps": 20}
+_POINT_MAZE = {"name": "point_maze", "max_episode_steps": 20}
+_GMM = {"fit_rate": 8, "fit_every": 1, "k_max": 3, "em_iterations": 20}
+
+CONFIGS: dict[str, dict] = {
+    "random": _config({"name": "random"}, _CARTPOLE),
+    "fixed": _config({"name": "fixed"}, _CARTPOLE),
+    "schedule": _config(
+        {
+            "name": "schedule",
+            "start_low": [0.0, 0.0],
+            "start_high": [0.1, 1.0],
+            "ramp_iterations": 3,
+        },
+        _POINT_REACH,
+    ),
+    # The unfeasible challenge with the low expert: the teacher works in the unit cube
+    # and bootstraps from the expert's prior.
+    "alp_gmm": _config(
+        {"name": "alp_gmm", **_GMM},
+        _POINT_REACH,
+        {"max_feedback": 16},
+        challenge={"name": "unfeasible", "expert": "low"},
+    ),
+    "covar_gmm": _config({"name": "covar_gmm", **_GMM}, _CARTPOLE, {"task_pool": 16}),
+    "riac": _config(
+        {"name": "riac", "max_region_size": 4, "max_regions": 15, "num_split_attempts": 8},
+        _CARTPOLE,
+        {"max_feedback": 16},
+    ),
+    "dr": _maze({"name": "dr"}),
+    "plr": _maze({"name": "plr", "capacity": 8, "minimum_fill_ratio": 0.5}),
+    "robust_plr": _maze(
+        {
+            "name": "robust_plr",
+            "capacity": 8,
+            "minimum_fill_ratio": 0.5,
+            "score_function": "pvl",
+            "prioritization": "topk",
+        }
+    ),
+    "accel": _maze({"name": "accel", "capacity": 8, "minimum_fill_ratio": 0.25, "num_edits": 2}),
+    "paired": _maze(
+        {
+            "name": "paired",
+            "adversary_agent": "ppo",
+            "adversary_kwargs": {"hidden_sizes": [16], "update_epochs": 1},
+            "antagonist_kwargs": {"hidden_sizes": [16], "update_epochs": 1, "num_minibatches": 1},
+            "num_wall_steps": 6,
+            "noise_dim": 4,
+        }
+    ),
+    # A task pool: the reverse curriculum is told how many starts were handed out.
+    "reverse": _config(
+        {
+            "name": "reverse",
+            "preset": "small",
+            "n_new": 8,
+            "n_old": 4,
+            "num_walks": 8,
+            "updates_per_round": 2,
+            "buffer_capacity": 32,
+        },
+        _GOAL_MAZE,
+        {"task_pool": 16},
+    ),
+    "uniform_start": _config({"name": "uniform_start"}, _GOAL_MAZE),
+    "jsrl": _config({"name": "jsrl", "window": 4, "n_stages": 3}, _GOAL_MAZE),
+    "svgg": _config(
+        {
+            "name": "svgg",
+            "num_particles": 8,
+            "svgd_steps": 2,
+            "predictor_steps": 2,
+            "predictor_batch": 16,
+            "predictor_hidden": [8],
+            "predictor_buffer": 64,
+            "validity_buffer": 64,
+            "plot_grid": 4,
+        },
+        _POINT_MAZE,
+    ),
+    "random_goal": _config({"name": "random_goal"}, _POINT_MAZE),
+}
+"""One tiny run per registered teacher, as an experiment config dict."""
+
+
+def fixture_path(name: str) -> Path:
+    return GOLDEN / f"{name}.npz"
+
+
+def _flatten(prefix: str, value, out: dict[str, np.ndarray]) -> None:
+    # None leaves (fields a run does not fill) are left out: the key sets still differ
+    # if one starts or stops being filled.
+    if value is None:
+        return
+    if isinstance(value, dict):
+        for key in sorted(value):
+            _flatten(f"{prefix}.{key}", value[key], out)
+    else:
+        out[prefix] = np.asarray(value)
+
+
+def _draws_per_iteration(trainer) -> int:
+    loop = trainer.config.loop
+    if loop.mode == "batch":
+        return trainer.num_envs
+    return trainer.task_pool or trainer.num_envs * trainer.num_steps
+
+
+def run(name: str) -> dict[str, np.ndarray]:
+    """The run of `CONFIGS[name]` as flat arrays, keyed as the module docstring says."""
+    from acl.config import parse_config
+    from acl.train import Trainer
+
+    data = CONFIGS[name]
+    trainer = Trainer(parse_config(data))
+    draws = _draws_per_iteration(trainer)
+    if trainer.tasks_per_iteration < draws:
+        raise ValueError(
+            f"{name}: loop.task_log_size keeps {trainer.tasks_per_iteration} of the {draws} "
+            "tasks drawn per iteration; size it to keep them all"
+        )
+    keys = trainer.seed_keys()
+    args = (keys,) if not trainer.challenged else (keys, trainer.config_challenge())
+    carry = trainer.jit_init_seeds()(*args)
+
+    def iteration(carry):
+        carry, stats = trainer.run_iterations(carry, 1)
+        return carry, stats, trainer.teacher.snapshot(carry.seed.teacher_state)
+
+    axes = trainer.carry_axes
+    step = jax.jit(jax.vmap(iteration, in_axes=(axes,), out_axes=(axes, 0, 0)))
+    records = []
+    for _ in range(trainer.num_chunks * trainer.iterations_per_chunk):
+        carry, stats, snapshot = step(carry)
+        records.append(jax.device_get((stats, snapshot)))
+    # [iterations, seeds, ...], without run_iterations' own axis of length 1.
+    stats, snapshot = jax.tree.map(lambda *xs: np.stack(xs), *records)
+    stats = jax.tree.map(lambda x: x[:, :, 0], stats)
+
+    out = {"config": np.asarray(json.dumps(data, sort_keys=True))}
+    out["tasks"] = stats.pop("tasks")
+    _flatten("metrics", stats, out)
+    _flatten("snapshot", snapshot, out)
+    return out
+
+
+def versions() -> np.ndarray:
+    import jaxlib
+
+    return np.asarray(
+        json.dumps({"jax": jax.__version__, "jaxlib": jaxlib.__version__, "numpy": np.__version__})
+    )
+
+
+def record(name: str) -> Path:
+    path = fixture_path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(path, versions=versions(), **run(name))
+    return path
+
+
+def load(name: str) -> dict[str, np.ndarray]:
+    with np.load(fixture_path(name)) as data:
+        return {key: data[key] for key in data.files}
+
+
+def mismatches(expected: dict[str, np.ndarray], got: dict[str, np.ndarray]) -> list[str]:
+    """What differs between a fixture and a run, one line each; [] when bit-identical."""
+    expected = {k: v for k, v in expected.items() if k not in NOT_COMPARED}
+    got = {k: v for k, v in got.items() if k not in NOT_COMPARED}
+    problems = []
+    if str(expected.get("config")) != str(got.get("config")):
+        problems.append("config: CONFIGS differs from the recorded config")
+    for key in sorted(expected.keys() - got.keys()):
+        problems.append(f"{key}: in the fixture, not in the run")
+    for key in sorted(got.keys() - expected.keys()):
+        problems.append(f"{key}: in the run, not in the fixture")
+    for key in sorted(expected.keys() & got.keys()):
+        want, have = expected[key], got[key]
+        if want.dtype != have.dtype or want.shape != have.shape:
+            problems.append(
+                f"{key}: {have.dtype}{list(have.shape)}, recorded {want.dtype}{list(want.shape)}"
+            )
+        elif want.tobytes() != have.tobytes():
+            # Bytes, not values: -0.0 against 0.0 or two NaN payloads are differences too.
+            differ = np.asarray(want != have).sum() if want.dtype.kind != "U" else 1
+            problems.append(f"{key}: {differ} of {want.size} values differ")
+    return problems
+
+
+def version_note(expected: dict[str, np.ndarray]) -> str | None:
+    """A line when the fixture was recorded under other library versions, else None."""
+    recorded = str(expected.get("versions", ""))
+    current = str(versions())
+    return None if recorded == current else f"recorded with {recorded}, running {current}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="teachers (default: all of CONFIGS)")
+    parser.add_argument("--record", action="store_true", help="re-record instead of checking")
+    args = parser.parse_args(argv)
+    names = args.names or sorted(CONFIGS)
+    unknown = sorted(set(names) - set(CONFIGS))
+    if unknown:
+        parser.error(
+            f"no golden config for {', '.join(unknown)} (known: {', '.join(sorted(CONFIGS))})"
+        )
+    failed = 0
+    for name in names:
+        if args.record:
+            path = record(name)
+            print(f"{name}: {path.stat().st_size / 1024:.1f} KiB")
+            continue
+        expected = load(name)
+        problems = mismatches(expected, run(name))
+        if problems and version_note(expected):
+            problems.append(version_note(expected))
+        failed += bool(problems)
+        print(f"{name}: {'ok' if not problems else 'DIFFERS'}")
+        for line in problems:
+            print(f"  {line}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
