@@ -29,7 +29,7 @@ def lint_imports() -> str:
     path = Path(sys.executable).with_name("lint-imports")
     found = str(path) if path.exists() else shutil.which("lint-imports")
     if found is None:
-        pytest.skip("lint-imports is not installed (pip install -e '.[dev]' installs it)")
+        pytest.fail("lint-imports is not installed: pip install -e '.[dev]' (make test does)")
     return found
 
 

@@ -43,7 +43,7 @@ from acl.errors import ConfigError
 from acl.spaces import Box
 from acl.teachers import checks
 from acl.teachers.alp import Ring, empirical_alp, ring_init, ring_push
-from acl.teachers.base import TEACHERS, Feedback, RunContext, default_info
+from acl.teachers.base import TEACHERS, Feedback, RunContext, default_info, run_default
 from acl.teachers.gmm import CRITERIA, DEFAULT_TOL, GMM, fit_gmms, sample_gmm, select_best
 
 DEFAULT_REG_COVAR = 1e-3
@@ -388,8 +388,7 @@ def make_preset_factory(cls, presets: dict[str, dict], name: str):
         return_bounds=None,
         **overrides,
     ):
-        if return_bounds is None and context is not None:
-            return_bounds = context.return_bounds
+        return_bounds = run_default(context, "return_bounds", return_bounds)
         if preset not in presets:
             raise ConfigError(
                 f"teacher.preset: unknown {name} preset {preset!r} (known: {', '.join(presets)})"

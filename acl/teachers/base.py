@@ -143,6 +143,14 @@ class RunContext:
     student: StudentSpec | None = None
 
 
+def run_default(context: RunContext | None, name: str, given: Any) -> Any:
+    """`given`, or, when it is None, the run's value of the `RunContext` field `name`:
+    what a factory's own argument leaves open, the run fills in."""
+    if given is None and context is not None:
+        return getattr(context, name)
+    return given
+
+
 def require_batch_mode(context: RunContext | None, name: str) -> None:
     """For teachers that score whole levels from `rollout`: instance i must play tasks[i]
     for the whole rollout."""
@@ -159,8 +167,8 @@ def class_factory(cls, run_env: bool = False):
     config_keys = frozenset(f.name for f in dataclasses.fields(cls)) - {"task_space"}
 
     def factory(task_space: Box, context: RunContext | None = None, **config):
-        if run_env and context is not None and config.get("env") is None:
-            config["env"] = context.env
+        if run_env:
+            config["env"] = run_default(context, "env", config.get("env"))
         return cls(task_space=task_space, **config)
 
     factory.config_keys = config_keys

@@ -65,7 +65,7 @@ from flax import struct
 from acl.errors import ConfigError
 from acl.spaces import Box
 from acl.teachers import checks
-from acl.teachers.base import TEACHERS, Feedback, RunContext, SampleInfo
+from acl.teachers.base import TEACHERS, Feedback, RunContext, SampleInfo, run_default
 
 VARIANTS = ("curriculum", "random")
 
@@ -382,9 +382,8 @@ def make_jsrl(
     """JSRLTeacher with its guide built from config keys (module docstring). The env (the
     oracle guide reads it; H defaults to its limit) and the return bounds come from the
     run's `context` unless given."""
-    if context is not None:
-        env = context.env if env is None else env
-        return_bounds = context.return_bounds if return_bounds is None else return_bounds
+    env = run_default(context, "env", env)
+    return_bounds = run_default(context, "return_bounds", return_bounds)
     base = checks.base_task(task_space, base_task)
     base = task_space.default_task if base is None else base
     default_horizon = None if env is None else int(env.max_episode_steps)

@@ -75,6 +75,7 @@ from acl.teachers.base import (
     RunContext,
     default_info,
     require_batch_mode,
+    run_default,
 )
 from envs.maze import Maze, shortest_path_length
 from envs.maze_editor import DEFAULT_NOISE_DIM, DEFAULT_WALL_STEPS, MazeEditor
@@ -459,9 +460,9 @@ def make_paired(
     protagonist (`student_agent` / `student_kwargs`: its agent name and kwargs,
     `total_updates` included), unless given. `adversary_agent` and `antagonist_agent` name
     registered agents (acl.agents.AGENTS) or are agent objects (then without kwargs)."""
+    require_batch_mode(context, "paired")
+    env = run_default(context, "env", env)
     if context is not None:
-        require_batch_mode(context, "paired")
-        env = context.env if env is None else env
         if context.num_envs is not None:
             if num_envs is not None and num_envs != context.num_envs:
                 raise ConfigError(

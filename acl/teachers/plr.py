@@ -98,6 +98,7 @@ from acl.teachers.base import (
     class_factory,
     default_info,
     require_batch_mode,
+    run_default,
 )
 
 PLR_USES = "draws levels from the env's generator"
@@ -595,9 +596,7 @@ def _plr_kwargs(name: str, context: RunContext | None, kwargs: dict) -> dict:
     """Checks the keys and the loop mode; the env comes from the run unless given."""
     _check_keys(name, kwargs, _PLR_KEYS)
     require_batch_mode(context, name)
-    if context is not None and kwargs.get("env") is None:
-        kwargs = {**kwargs, "env": context.env}
-    return kwargs
+    return {**kwargs, "env": run_default(context, "env", kwargs.get("env"))}
 
 
 def make_plr(task_space: Box, context: RunContext | None = None, **kwargs) -> PLRTeacher:

@@ -85,7 +85,14 @@ from gymnax.environments import spaces
 from acl.errors import ConfigError
 from acl.spaces import Box
 from acl.teachers import checks
-from acl.teachers.base import TEACHERS, Feedback, RunContext, class_factory, default_info
+from acl.teachers.base import (
+    TEACHERS,
+    Feedback,
+    RunContext,
+    class_factory,
+    default_info,
+    run_default,
+)
 from envs.base import StartTaskEnv
 
 START_ENV = dict(
@@ -581,8 +588,7 @@ def make_reverse(
             f"teacher.{unknown[0]}: unknown reverse option "
             f"(known: {', '.join(sorted(_REVERSE_KEYS))})"
         )
-    if context is not None and overrides.get("env") is None:
-        overrides["env"] = context.env
+    overrides["env"] = run_default(context, "env", overrides.get("env"))
     return ReverseTeacher(task_space=task_space, **{**REVERSE_PRESETS[preset], **overrides})
 
 

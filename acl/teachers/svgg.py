@@ -98,7 +98,14 @@ from flax import struct
 from acl.errors import ConfigError
 from acl.spaces import Box
 from acl.teachers import checks
-from acl.teachers.base import TEACHERS, Feedback, RunContext, class_factory, default_info
+from acl.teachers.base import (
+    TEACHERS,
+    Feedback,
+    RunContext,
+    class_factory,
+    default_info,
+    run_default,
+)
 from envs.base import GoalTaskEnv
 
 GOAL_ENV = dict(
@@ -760,8 +767,7 @@ class RandomGoalTeacher:
 def make_svgg(task_space: Box, context: RunContext | None = None, **options) -> SVGGTeacher:
     """SVGGTeacher from keyword options, on the run's env (or env=..., a GoalTaskEnv);
     `difficulty` names an (alpha, beta) preset of DIFFICULTIES."""
-    if context is not None and options.get("env") is None:
-        options["env"] = context.env
+    options["env"] = run_default(context, "env", options.get("env"))
     unknown = sorted(set(options) - _SVGG_KEYS)
     if unknown:
         raise ConfigError(
