@@ -105,6 +105,43 @@ class EvalConfig:
     task_high: list | None = None
 
 
+CHALLENGES = ("default", "unfeasible", "trivial", "rugged", "forgetting", "students")
+""""students" (variety of students) is default data run by several agents (the runner)."""
+EXPERT_LEVELS = ("none", "low", "high")
+
+
+@dataclass(frozen=True)
+class ChallengeSpec:
+    """A named challenge setting (host side): a challenge and an expert-knowledge level."""
+
+    challenge: str = "default"
+    """One of CHALLENGES."""
+    expert: str = "none"
+    """One of EXPERT_LEVELS."""
+
+    def __post_init__(self):
+        if self.challenge not in CHALLENGES:
+            raise ConfigError(
+                f"challenge must be one of {', '.join(CHALLENGES)}; got {self.challenge!r}"
+            )
+        if self.expert not in EXPERT_LEVELS:
+            raise ConfigError(
+                f"expert must be one of {', '.join(EXPERT_LEVELS)}; got {self.expert!r}"
+            )
+
+    @property
+    def label(self) -> str:
+        """e.g. "unfeasible" or "unfeasible / expert high"."""
+        if self.expert == "none":
+            return self.challenge
+        return f"{self.challenge} / expert {self.expert}"
+
+    @property
+    def key(self) -> str:
+        """File-name-safe id, e.g. "unfeasible+expert_high"."""
+        return self.challenge if self.expert == "none" else f"{self.challenge}+expert_{self.expert}"
+
+
 @dataclass(frozen=True)
 class ChallengeConfig:
     """A TeachMyAgent challenge the run trains under (acl.benchmark.challenges).
@@ -380,8 +417,6 @@ def validate(config: ExperimentConfig) -> None:
 
 
 def _validate_challenge(config: ExperimentConfig) -> None:
-    from acl.benchmark.challenges import ChallengeSpec
-
     challenge = config.challenge
     if not challenge.name:
         if challenge.expert != "none":

@@ -10,6 +10,7 @@ import jax
 import numpy as np
 from tqdm.auto import tqdm
 
+from acl.build import make_train, run_data
 from acl.config import ExperimentConfig
 from acl.results import (
     RunDir,
@@ -96,7 +97,7 @@ def run_experiment(
     """
     if max_seconds is not None and not max_seconds >= 0:
         raise ValueError(f"max_seconds must be >= 0, got {max_seconds}")
-    trainer = trainer or Trainer(config)
+    trainer = trainer or make_train(config)
     run_dir = RunDir(out)
     seeds = [config.seed + i for i in range(config.num_seeds)]
     run_dir.write_config(config.to_dict(), seeds)
@@ -107,9 +108,9 @@ def run_experiment(
     start = time.perf_counter()
     keys = trainer.seed_keys()
     # A challenged run hands the challenge's data (shared by all seeds) to init.
-    args = (keys,) if not trainer.challenged else (keys, trainer.config_challenge())
-    init = trainer.jit_init_seeds().lower(*args).compile()
-    carry = init(*args)
+    data = run_data(trainer)
+    init = trainer.jit_init_seeds().lower(keys, data).compile()
+    carry = init(keys, data)
     run_chunk = trainer.jit_run_chunk_seeds().lower(carry).compile()
     compile_seconds = time.perf_counter() - start
 

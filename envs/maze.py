@@ -432,6 +432,22 @@ class Maze(TaskEnv):
             goal_pos=jnp.asarray([self.height - 1, self.width - 1], jnp.int32),
         )
 
+    def level_editor(self, num_wall_steps: int | None = None, noise_dim: int | None = None):
+        """The UED level editor of this maze (envs.maze_editor.MazeEditor): an env whose
+        episodes place the goal, the agent and then walls; None keeps the editor's
+        defaults (dcd's 50 wall steps, a 50-dim noise vector)."""
+        from envs.maze_editor import DEFAULT_NOISE_DIM, DEFAULT_WALL_STEPS, MazeEditor
+
+        return MazeEditor(
+            self,
+            num_wall_steps=DEFAULT_WALL_STEPS if num_wall_steps is None else num_wall_steps,
+            noise_dim=DEFAULT_NOISE_DIM if noise_dim is None else noise_dim,
+        )
+
+    def shortest_path_length(self, params: MazeParams) -> jax.Array:
+        """Fewest forward moves from the agent to the goal of one level; -1 if unreachable."""
+        return shortest_path_length(params)
+
     def task_to_params(self, task: jax.Array, base_params: MazeParams | None = None) -> MazeParams:
         """task [H * W + 5] in [0, 1] -> a well-formed level (module docstring).
 

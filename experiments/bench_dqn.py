@@ -27,8 +27,8 @@ CONFIG_PATH = "experiments/configs/bit_flip_her.yaml"
 
 
 def make_trainer(bits: int, seeds: int):
+    from acl.build import make_train
     from acl.config import apply_overrides, load_yaml, parse_config
-    from acl.train import Trainer
 
     data = apply_overrides(
         load_yaml(CONFIG_PATH),
@@ -36,7 +36,7 @@ def make_trainer(bits: int, seeds: int):
     )
     steps = data["loop"]["num_envs"] * bits
     data["loop"].update(total_env_steps=steps, eval_every=steps)
-    return Trainer(parse_config(data))
+    return make_train(parse_config(data))
 
 
 def bench_dqn(bits: int, seeds: int, iterations: int, repeats: int) -> dict:

@@ -216,9 +216,9 @@ def bench_training(
     teacher first runs `warmup` untimed iterations; None: enough for every replay buffer
     to reach its minimum fill, so the timed iterations replay."""
     from acl.benchmark.timing import training_throughput
-    from acl.train import Trainer
+    from acl.build import make_train
 
-    trainers = [Trainer(training_config(t, preset, seeds, overrides)) for t in teachers]
+    trainers = [make_train(training_config(t, preset, seeds, overrides)) for t in teachers]
     if warmup is None:
         warmup = max(iterations_to_minimum_fill(trainer) for trainer in trainers)
     results = []

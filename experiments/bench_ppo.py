@@ -17,8 +17,8 @@ import argparse
 import jax.numpy as jnp
 
 from acl.benchmark.timing import random_action_throughput, report, training_throughput
+from acl.build import make_train
 from acl.config import parse_config
-from acl.train import Trainer
 
 CONFIG = {
     "name": "bench_ppo_cartpole",
@@ -31,12 +31,12 @@ CONFIG = {
 
 def bench_ppo(num_seeds: int, iterations: int) -> dict:
     return training_throughput(
-        Trainer(parse_config({**CONFIG, "num_seeds": num_seeds})), iterations
+        make_train(parse_config({**CONFIG, "num_seeds": num_seeds})), iterations
     )
 
 
 def bench_raw(num_seeds: int, iterations: int) -> dict:
-    trainer = Trainer(parse_config({**CONFIG, "num_seeds": 1}))
+    trainer = make_train(parse_config({**CONFIG, "num_seeds": 1}))
     env = trainer.env
     n = num_seeds * trainer.num_envs
     params = env.params_for_tasks(

@@ -23,9 +23,9 @@ import dataclasses
 import statistics
 
 from acl.benchmark.timing import compile_training, report
+from acl.build import make_train
 from acl.config import ComponentConfig, config_keys, load_config
 from acl.teachers import TEACHERS
-from acl.train import Trainer
 from experiments.run import add_overrides_argument
 
 
@@ -58,7 +58,7 @@ def main(argv=None) -> int:
         parser.error("--rounds and --iterations must be >= 1, --warmup >= 0")
     base = load_config(args.config, args.overrides, num_seeds=args.seeds)
     teachers = ["random"] + [t for t in args.teachers if t != "random"]
-    trainers = {name: Trainer(with_teacher(base, name)) for name in teachers}
+    trainers = {name: make_train(with_teacher(base, name)) for name in teachers}
     reference = trainers["random"]
     iterations = args.iterations or reference.num_chunks * reference.iterations_per_chunk
 

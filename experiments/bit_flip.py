@@ -78,9 +78,9 @@ def run_one(config, progress: bool, early_stop: bool) -> dict:
     import jax
     from tqdm import tqdm
 
-    from acl.train import Trainer
+    from acl.build import make_train
 
-    trainer = Trainer(config)
+    trainer = make_train(config)
     keys = trainer.seed_keys()
     start = time.perf_counter()
     init = trainer.jit_init_seeds().lower(keys).compile()

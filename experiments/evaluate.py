@@ -17,11 +17,11 @@ from acl.results import RunDir, format_table, mean_se
 
 def evaluate_run(run_path: str, episodes_per_task: int | None = None) -> dict:
     """Rebuild the run's env and agent, load its final parameters, evaluate every seed."""
-    from acl.train import Trainer
+    from acl.build import make_train
 
     run_dir = RunDir(run_path)
     config = parse_config(run_dir.read_config_dict())
-    trainer = Trainer(config)
+    trainer = make_train(config)
     keys = trainer.seed_keys()
     template = jax.vmap(trainer.init_agent)(keys)
     agent_state = run_dir.load_agent(template)

@@ -88,7 +88,8 @@ def parse(data: dict) -> JSRLExperimentConfig:
 
 def make_trainer(config: JSRLExperimentConfig, method: str):
     """(Trainer, task [4], BFS distance of the task) for one method; no compilation."""
-    from acl.train import Trainer, build_components, replace_config
+    from acl.build import build_components
+    from acl.train import Trainer, replace_config
 
     if method == "scratch":
         teacher = ComponentConfig("fixed")

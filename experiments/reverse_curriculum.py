@@ -89,8 +89,9 @@ def hard_task(env) -> tuple[np.ndarray, int]:
 
 def make_trainer(config: ReverseCurriculumConfig, method: str):
     """(Trainer, env, hard task, its distance) for one method; no compilation."""
+    from acl.build import build_components
     from acl.teachers import TEACHERS
-    from acl.train import Components, Trainer, build_components, replace_config
+    from acl.train import Components, Trainer, replace_config
 
     base = replace_config(config.base, teacher=ComponentConfig("fixed"))
     components = build_components(base)

@@ -48,8 +48,9 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    from acl.build import build_components
     from acl.config import load_config
-    from acl.train import Trainer, build_components
+    from acl.train import Trainer
 
     try:
         if args.max_minutes is not None and not args.max_minutes >= 0:

@@ -242,9 +242,9 @@ def train(
     import jax
     from tqdm.auto import tqdm
 
-    from acl.train import Trainer
+    from acl.build import make_train
 
-    trainer = Trainer(config)
+    trainer = make_train(config)
     start = time.perf_counter()
     carry = trainer.jit_init_seeds()(trainer.seed_keys())
     block = make_block(trainer, updates_per_call).lower(carry).compile()
@@ -319,8 +319,8 @@ def load_agent(run_dir: str | Path):
     import jax
     from flax import serialization
 
+    from acl.build import build_components
     from acl.config import load_config
-    from acl.train import build_components
 
     run_dir = Path(run_dir)
     config = load_config(run_dir / "config.yaml")

@@ -121,8 +121,9 @@ def make_trainer(config: SVGGExperimentConfig, method: str, walls=None):
     """(Trainer, env) for one method, in the base maze or with inner `walls` (the base
     maze's default task kept: same start, and the same coverage episodes); no
     compilation."""
+    from acl.build import build_components
     from acl.teachers import TEACHERS
-    from acl.train import Components, Trainer, build_components
+    from acl.train import Components, Trainer
 
     base = _env_config(config, walls)
     components = build_components(base)

@@ -162,9 +162,10 @@ def plot(records: list[dict], path: Path) -> None:
 
 
 def run_method(method: str, args: argparse.Namespace, out: Path) -> None:
+    from acl.build import build_components
     from acl.config import load_config
     from acl.experiment import run_experiment, time_limit_line
-    from acl.train import Trainer, build_components
+    from acl.train import Trainer
 
     config = load_config(config_path(method), args.overrides, args.seeds, args.preset)
     trainer = Trainer(config, build_components(config))
@@ -209,9 +210,9 @@ def main(argv=None) -> int:
     out = Path(args.out)
     methods = tuple(args.methods)
     if not args.table_only:
+        from acl.build import build_components
         from acl.config import load_config
         from acl.results import enable_compilation_cache
-        from acl.train import build_components
 
         try:
             for method in methods:  # every config error before any compilation

@@ -13,7 +13,7 @@ Re-record only when a change is meant to alter a teacher's behaviour, and say wh
 commit. A newly registered teacher needs a config in `CONFIGS` and a recorded fixture
 (tests/test_golden.py fails until it has both).
 
-Each run takes the public path: a config dict -> `acl.train.Trainer`, its seed vmap
+Each run takes the public path: a config dict -> `acl.build.make_train`, its seed vmap
 (`jit_init_seeds`), then `run_iterations` one iteration at a time, so the fixtures
 survive internal changes of the loop. The test-set evaluation of `run_chunk` is left
 out: it scores the student, whose updates the agent metrics already pin, and would add
@@ -208,11 +208,11 @@ def _draws_per_iteration(trainer) -> int:
 
 def run(name: str) -> dict[str, np.ndarray]:
     """The run of `CONFIGS[name]` as flat arrays, keyed as the module docstring says."""
+    from acl.build import make_train, run_data
     from acl.config import parse_config
-    from acl.train import Trainer
 
     data = CONFIGS[name]
-    trainer = Trainer(parse_config(data))
+    trainer = make_train(parse_config(data))
     draws = _draws_per_iteration(trainer)
     if trainer.tasks_per_iteration < draws:
         raise ValueError(
@@ -220,8 +220,7 @@ def run(name: str) -> dict[str, np.ndarray]:
             "tasks drawn per iteration; size it to keep them all"
         )
     keys = trainer.seed_keys()
-    args = (keys,) if not trainer.challenged else (keys, trainer.config_challenge())
-    carry = trainer.jit_init_seeds()(*args)
+    carry = trainer.jit_init_seeds()(keys, run_data(trainer))
 
     def iteration(carry):
         carry, stats = trainer.run_iterations(carry, 1)

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from acl.agents.common import Transition
+from acl.agents.common import Transition, ValueSpec
 from acl.spaces import Box
 from acl.teachers.base import Feedback, SampleInfo, Teacher
 
@@ -65,9 +65,11 @@ def random_feedback(
 
 @struct.dataclass
 class RolloutExtras:
-    """What a rollout reader needs of an agent's `extras`: its value estimates [T, N]."""
+    """What a rollout reader needs of an agent's `extras`: its value estimates [T, N] and
+    how it discounts (`ValueSpec`, each [T, N])."""
 
     value: jax.Array
+    value_spec: ValueSpec | None = None
 
 
 def fake_rollout(key, n: int, num_steps: int = 16) -> Transition:
@@ -85,7 +87,10 @@ def fake_rollout(key, n: int, num_steps: int = 16) -> Transition:
         done=done,
         next_obs=jnp.zeros(shape + (1,)),
         loss_mask=jnp.ones(shape),
-        extras=RolloutExtras(value=jax.random.uniform(k_value, shape)),
+        extras=RolloutExtras(
+            value=jax.random.uniform(k_value, shape),
+            value_spec=ValueSpec(*(jnp.full(shape, x) for x in (0.995, 0.98, 1.0))),
+        ),
     )
 
 
@@ -101,8 +106,12 @@ def garbage_feedback(tasks: jax.Array) -> Feedback:
 
 
 def assert_valid_tasks(tasks, n: int, space: Box = SPACE) -> None:
+    """n tasks whose first D columns lie in `space`; columns after them (a teacher's own,
+    acl.teachers.base) are only checked to be finite."""
     tasks = np.asarray(tasks)
-    assert tasks.shape == (n, space.dim), tasks.shape
+    assert tasks.ndim == 2 and tasks.shape[0] == n and tasks.shape[1] >= space.dim, tasks.shape
+    assert np.isfinite(tasks).all(), "non-finite task"
+    tasks = tasks[:, : space.dim]
     assert np.isfinite(tasks).all(), "non-finite task"
     assert (tasks >= np.asarray(space.low) - 1e-6).all(), "task below the lower bound"
     assert (tasks <= np.asarray(space.high) + 1e-6).all(), "task above the upper bound"
@@ -147,7 +156,6 @@ def check_teacher(
         key, k_sample, k_feedback = jax.random.split(key, 3)
         state, tasks, info = sample(state, k_sample, batch)
         assert isinstance(info, SampleInfo) and info.train_on.shape == (batch,)
-        assert info.guide_steps.shape == (batch,) and info.guide_steps.dtype == jnp.int32
         assert_valid_tasks(tasks, batch, space)
         feedback = random_feedback(k_feedback, tasks, space=space)
         state = update(state, tasks, feedback, jnp.int32(step), k_feedback)
@@ -176,7 +184,7 @@ def check_teacher(
     for i in range(rounds):
         sample_keys = jax.random.split(jax.random.PRNGKey(10 + i), num_seeds)
         states, tasks, _ = vsample(states, sample_keys, batch)
-        assert tasks.shape == (num_seeds, batch, space.dim)
+        assert tasks.shape[:2] == (num_seeds, batch) and tasks.shape[2] >= space.dim
         for seed_tasks in tasks:
             assert_valid_tasks(seed_tasks, batch, space)
         feedback = jax.vmap(lambda k, t: random_feedback(k, t, space=space))(sample_keys, tasks)

@@ -104,12 +104,14 @@ def test_training_section_reports_the_teacher_overhead(tmp_path):
 
 def test_training_warm_up_reaches_plrs_minimum_fill_in_whole_calls(tiny):
     from acl.benchmark.timing import training_throughput
-    from acl.train import Trainer
+    from acl.build import make_train
 
     # The CPU preset's buffer: 512 levels x minimum fill 0.5 / 32 envs = 8 iterations.
-    plr = Trainer(bench.training_config("plr", "cpu", 1, []))
+    plr = make_train(bench.training_config("plr", "cpu", 1, []))
     assert bench.iterations_to_minimum_fill(plr) == 8
-    assert bench.iterations_to_minimum_fill(Trainer(bench.training_config("dr", "cpu", 1, []))) == 0
-    timing = training_throughput(Trainer(tiny), iterations=2, repeats=1, warmup_iterations=3)
+    assert (
+        bench.iterations_to_minimum_fill(make_train(bench.training_config("dr", "cpu", 1, []))) == 0
+    )
+    timing = training_throughput(make_train(tiny), iterations=2, repeats=1, warmup_iterations=3)
     assert timing["warmup_iterations"] == 4  # rounded up to whole calls of 2
     assert timing["env_steps"] == 2 * 2 * 4 * 16  # seeds x timed iterations x envs x steps

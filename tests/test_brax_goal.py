@@ -323,14 +323,14 @@ def test_vmap_rows_are_independent_tasks(physics):
 
 @pytest.mark.slow
 def test_ppo_trains_on_it():
-    from acl.train import Trainer
+    from acl.build import make_train
 
     config = tiny_config(
         env={"name": "brax_goal", "max_episode_steps": 20},
         num_seeds=1,
         loop={"num_envs": 4, "num_steps": 16, "total_env_steps": 256, "eval_every": 128},
     )
-    trainer = Trainer(config)
+    trainer = make_train(config)
     _, metrics = jax.jit(jax.vmap(trainer.train))(trainer.seed_keys())
     metrics = jax.device_get(metrics)
     assert np.all(np.isfinite(np.asarray(metrics.loss)))

@@ -19,11 +19,13 @@ from acl.benchmark.challenges import (
     teacher_space,
     to_env,
     to_teacher,
+    with_challenge,
 )
+from acl.build import build_components, challenge_data, make_train
 from acl.errors import ConfigError
 from acl.spaces import Box
 from acl.teachers.base import default_info
-from acl.train import Components, Trainer, build_components
+from acl.train import Components, Trainer
 from envs import make_env
 from tests.conftest import tiny_config
 
@@ -150,24 +152,27 @@ class WitnessTeacher:
 
 def test_the_teacher_never_sees_an_env_task_and_the_env_gets_the_true_one():
     config = tiny_config(num_seeds=2)
-    base = build_components(config, challenged=True)
-    trainer = Trainer(
-        config, Components(base.env, WitnessTeacher(base.teacher.task_space), base.agent), True
-    )
+    base = build_components(config)
+    space = base.env.task_space
+    witness = with_challenge(WitnessTeacher(teacher_space(space)), space)
+    trainer = Trainer(config, Components(base.env, witness, base.agent))
     ch = make_challenge(trainer.env, ChallengeSpec("rugged"), seed=0)
-    carry = trainer.jit_init_seeds()(trainer.seed_keys(), ch)
+    carry = trainer.jit_init_seeds()(trainer.seed_keys(), challenge_data(trainer, ch))
     carry, metrics = trainer.jit_run_chunk_seeds()(carry)
-    state = carry.seed.teacher_state
+    state = carry.seed.teacher_state.inner
     assert int(state.records.min()) > 0
     assert bool(state.only_own_tasks.all()), "the teacher saw a task it did not hand out"
-    # Each instance runs the true task of its teacher-space point.
+    # Each instance runs the true task of its teacher-space point, which rides along in
+    # the task's last three columns.
     slots = carry.seed.slots
-    true = to_env(ch, slots.task)
+    unit = slots.task[..., 3:]
+    true = to_env(ch, unit)
+    np.testing.assert_allclose(slots.task[..., :3], true, rtol=1e-6)
     np.testing.assert_allclose(slots.params.length, true[..., 0], rtol=1e-6)
     np.testing.assert_allclose(slots.params.force_mag, true[..., 2], rtol=1e-6)
     assert not np.allclose(
         slots.params.force_mag,
-        to_env(make_challenge(trainer.env, ChallengeSpec("default")), slots.task)[..., 2],
+        to_env(make_challenge(trainer.env, ChallengeSpec("default")), unit)[..., 2],
     )
     # Logged tasks are the env's.
     assert bool(CARTPOLE.task_space.contains(metrics.tasks).all())
@@ -178,11 +183,11 @@ def test_the_teacher_never_sees_an_env_task_and_the_env_gets_the_true_one():
 
 @pytest.mark.slow  # compiles the challenged loop: ~30-40 s on 2 cores
 def test_forgetting_reinitialises_the_student_every_n_iterations():
-    trainer = Trainer(tiny_config(num_seeds=1), challenged=True)
+    trainer = make_train(tiny_config(num_seeds=1), challenged=True)
     counts = {}
     for reset_every, name in [(0, "default"), (2, "forgetting")]:
         ch = make_challenge(trainer.env, ChallengeSpec(name), reset_every=reset_every)
-        carry = trainer.jit_init_seeds()(trainer.seed_keys(), ch)
+        carry = trainer.jit_init_seeds()(trainer.seed_keys(), challenge_data(trainer, ch))
         carry, _ = trainer.jit_run_chunk_seeds()(carry)
         counts[name] = int(carry.seed.agent_state.update_count[0])
     # 4 iterations per chunk: re-inits after iterations 2 and 4 leave 0 updates.
@@ -191,7 +196,7 @@ def test_forgetting_reinitialises_the_student_every_n_iterations():
 
 @pytest.mark.slow  # every challenge of a teacher compiled: about 45 s
 def test_every_challenge_of_a_teacher_shares_one_compiled_program():
-    trainer = Trainer(tiny_config(teacher="alp_gmm", num_seeds=2), challenged=True)
+    trainer = make_train(tiny_config(teacher="alp_gmm", num_seeds=2), challenged=True)
     init, run_chunk = trainer.jit_init_seeds(), trainer.jit_run_chunk_seeds()
     results = {}
     for spec in [
@@ -200,26 +205,27 @@ def test_every_challenge_of_a_teacher_shares_one_compiled_program():
         ChallengeSpec("rugged"),
     ]:
         ch = make_challenge(trainer.env, spec, seed=0, reset_every=2)
-        carry, metrics = run_chunk(init(trainer.seed_keys(), ch))
+        carry, metrics = run_chunk(init(trainer.seed_keys(), challenge_data(trainer, ch)))
         results[spec.key] = float(metrics.eval_pct_mastered.mean())
         # The bootstrap draws from the expert prior only where one is given.
-        assert bool(carry.seed.teacher_state.params.use_prior.all()) == (spec.expert == "high")
+        use_prior = carry.seed.teacher_state.inner.params.use_prior
+        assert bool(use_prior.all()) == (spec.expert == "high")
     assert init._cache_size() == 1 and run_chunk._cache_size() == 1
     # The shared challenge keeps the forgetting branch a real cond under the seed vmap.
     ch = make_challenge(trainer.env, ChallengeSpec("forgetting"), reset_every=2)
-    carry = jax.eval_shape(init, trainer.seed_keys(), ch)
+    carry = jax.eval_shape(init, trainer.seed_keys(), challenge_data(trainer, ch))
     assert " cond[" in str(jax.make_jaxpr(run_chunk)(carry))
 
 
 @pytest.mark.slow  # compiles the challenged loop with batched challenges: ~35-50 s
 def test_challenges_can_also_be_batched_in_one_vmap():
-    trainer = Trainer(tiny_config(num_seeds=1), challenged=True)
+    trainer = make_train(tiny_config(num_seeds=1), challenged=True)
     specs = [ChallengeSpec("default"), ChallengeSpec("trivial"), ChallengeSpec("rugged")]
-    chs = [make_challenge(trainer.env, s) for s in specs]
+    chs = [challenge_data(trainer, make_challenge(trainer.env, s)) for s in specs]
     batched = jax.tree.map(lambda *x: jnp.stack(x), *chs)
     keys = jnp.repeat(trainer.seed_keys(), 3, axis=0)
-    carry = trainer.jit_init_seeds(challenge_axis=0)(keys, batched)
-    carry, metrics = trainer.jit_run_chunk_seeds(challenge_axis=0)(carry)
+    carry = trainer.jit_init_seeds(data_axis=0)(keys, batched)
+    carry, metrics = trainer.jit_run_chunk_seeds(data_axis=0)(carry)
     assert metrics.eval_pct_mastered.shape == (3,)
     # Each run equals the same challenge run on its own.
     init, run_chunk = trainer.jit_init_seeds(), trainer.jit_run_chunk_seeds()

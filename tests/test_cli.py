@@ -198,8 +198,8 @@ RUN_CONFIGS = sorted(
 
 @pytest.mark.parametrize("path", RUN_CONFIGS, ids=lambda path: path.stem)
 def test_every_run_config_builds_its_trainer(path):
-    from acl.train import Trainer
+    from acl.build import make_train
 
     config = load_config(path)
-    trainer = Trainer(config)
+    trainer = make_train(config)
     assert trainer.config.name == path.stem

@@ -9,6 +9,7 @@ import pytest
 
 from acl.agents import AGENTS
 from acl.agents.dqn import DQN, greedy_success_rate, make_dqn
+from acl.build import make_train
 from acl.config import parse_config
 from acl.errors import ConfigError
 from acl.teachers.random import RandomTeacher
@@ -117,7 +118,7 @@ def test_dqn_her_solves_bit_flipping_10_bits_on_3_of_3_seeds():
             "num_seeds": 3,
         }
     )
-    trainer = Trainer(config)
+    trainer = make_train(config)
     carry, metrics = jax.jit(jax.vmap(trainer.train))(trainer.seed_keys())
     final = np.asarray(metrics.eval_pct_mastered[:, -1])
     assert (final >= 90.0).all(), metrics.eval_pct_mastered

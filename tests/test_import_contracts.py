@@ -14,14 +14,46 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PREFIX = "importlinter:contract:"
-REQUIRED = ("envs-below-acl", "agents-below-loop", "library-below-experiments")
+REQUIRED = (
+    "envs-below-acl",
+    "agents-below-loop",
+    "teachers-below-loop",
+    "loop-knows-no-teacher",
+    "library-below-experiments",
+)
 """Issue 21's contracts: removing one from setup.cfg fails here, not silently."""
 VIOLATIONS = {
     "envs-below-acl": ("envs/toy_bandit.py", "import acl"),
     "agents-below-loop": ("acl/agents/replay.py", "import acl.evaluation"),
+    "teachers-below-loop": ("acl/teachers/riac.py", "import envs.maze"),
+    "loop-knows-no-teacher": ("acl/rollout.py", "import acl.teachers.plr"),
     "library-below-experiments": ("acl/results.py", "import experiments"),
 }
 """One forbidden import per required contract, appended to a copy of the tree."""
+
+
+def forbidden(setup_cfg: Path, contract: str) -> set[str]:
+    config = configparser.ConfigParser()
+    config.read(setup_cfg)
+    return set(config[PREFIX + contract]["forbidden_modules"].split())
+
+
+def modules(package: str, keep: tuple[str, ...] = ()) -> set[str]:
+    """The package and its modules, as dotted names, less `keep` (module stems)."""
+    folder = ROOT / package.replace(".", "/")
+    names = {p.stem for p in folder.glob("*.py") if p.stem != "__init__"} - set(keep)
+    return {package} | {f"{package}.{name}" for name in names}
+
+
+def test_module_by_module_contracts_list_every_module():
+    # These contracts name modules one by one (as_packages = False, so that envs.base and
+    # acl.teachers.base stay allowed): a new env, teacher or benchmark module must join them.
+    setup_cfg = ROOT / "setup.cfg"
+    shared = ("base", "spaces", "errors", "registry")
+    assert modules("envs", shared) <= forbidden(setup_cfg, "teachers-below-loop")
+    assert modules("acl.benchmark") <= forbidden(setup_cfg, "teachers-below-loop")
+    assert modules("acl.teachers", ("base",)) <= forbidden(setup_cfg, "loop-knows-no-teacher")
+    assert modules("acl.benchmark") <= forbidden(setup_cfg, "loop-knows-no-teacher")
 
 
 def lint_imports() -> str:

@@ -1,5 +1,6 @@
-"""Jump-Start RL (acl.teachers.jsrl): the guide hand-over in the rollout, PPO's masking of
-guide steps, the horizon curriculum and its random variant, the guides."""
+"""Jump-Start RL (acl.teachers.jsrl): the hand-over from guide to learner in the student's
+actor wrapper, the wrapper's masking of guide steps out of PPO's loss, the horizon
+curriculum and its random variant, the guides."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from acl.errors import ConfigError
 from acl.rollout import collect, start_slots
 from acl.teachers import TEACHERS
 from acl.teachers.base import Feedback
-from acl.teachers.jsrl import JSRLTeacher, OracleGuide, make_jsrl
+from acl.teachers.jsrl import GuidedActor, GuidedExtras, JSRLTeacher, OracleGuide, make_jsrl
 from envs.goal_maze import GoalMaze
 from tests.teacher_harness import SPACE, check_teacher
 
@@ -29,7 +30,7 @@ hand-over is seen in every episode."""
 class StubGuide:
     """A guide the teacher-only tests never run."""
 
-    def act(self, obs, env_state, env_params, key):
+    def act(self, obs, key):
         return jnp.zeros(obs.shape[:1], jnp.int32)
 
 
@@ -37,7 +38,7 @@ class AntiOracleAgent:
     """Always an action the oracle would not take, so the executed action tells who chose
     it: the oracle guide (oracle_action) or this agent (oracle_action + 1 mod 4)."""
 
-    def initial_carry(self, n):
+    def initial_carry(self, n, tasks=None):
         return jnp.zeros((n, 0))
 
     def env_action(self, action):
@@ -47,20 +48,26 @@ class AntiOracleAgent:
         return (MAZE.oracle_action(obs) + 1) % 4, carry, ()
 
 
-# -- the rollout: control passes from guide to learner at step h ---------------------------
+def with_horizon(tasks, h):
+    """Tasks [..., D] with the guide horizon h [...] appended, as the teacher hands out."""
+    return jnp.concatenate([tasks, jnp.asarray(h, jnp.float32)[..., None]], axis=-1)
+
+
+# -- the actor wrapper: control passes from guide to learner at step h ----------------------
 
 
 def test_control_passes_from_guide_to_agent_exactly_at_step_h():
     n, steps = 5, 20
-    agent, guide = AntiOracleAgent(), OracleGuide(MAZE)
-    tasks = jnp.broadcast_to(jnp.asarray(MAZE.task_space.default_task), (n, 4))
+    agent = GuidedActor(AntiOracleAgent(), OracleGuide(MAZE), horizon_column=4, mask_guided=True)
+    base = jnp.broadcast_to(jnp.asarray(MAZE.task_space.default_task), (n, 4))
     first_h = jnp.array([0, 1, 3, 6, 9], jnp.int32)  # 6, 9: the guide plays whole episodes
     next_h = jax.random.randint(jax.random.PRNGKey(1), (steps, n), 0, 8, jnp.int32)
-    next_tasks = jnp.broadcast_to(tasks, (steps, n, 4))
+    next_tasks = with_horizon(jnp.broadcast_to(base, (steps, n, 4)), next_h)
 
     @jax.jit
     def run():
-        slots = start_slots(MAZE, agent, jax.random.PRNGKey(0), tasks, jnp.ones(n, bool), first_h)
+        tasks = with_horizon(base, first_h)
+        slots = start_slots(MAZE, agent, jax.random.PRNGKey(0), tasks, jnp.ones(n, bool))
         _, batch, feedback = collect(
             MAZE,
             agent,
@@ -70,15 +77,14 @@ def test_control_passes_from_guide_to_agent_exactly_at_step_h():
             next_tasks,
             jnp.ones((steps, n), bool),
             steps,
-            guide=guide,
-            next_guide_steps=next_h,
         )
         return batch, feedback, MAZE.oracle_action(batch.obs)
 
     batch, feedback, oracle = jax.device_get(run())
-    action, guided, done = np.asarray(batch.action), np.asarray(batch.guided), batch.done
+    assert isinstance(batch.extras, GuidedExtras)
+    action, guided, done = np.asarray(batch.action), np.asarray(batch.extras.guided), batch.done
     assert guided.dtype == bool and guided.shape == (steps, n)
-    records_h = np.asarray(feedback.guide_steps).reshape(steps, n)
+    records_h = np.asarray(feedback.task)[:, 4].reshape(steps, n)
     handed_over = 0
     for i in range(n):
         h, k = int(first_h[i]), 0  # the episode's horizon and its step count
@@ -97,21 +103,20 @@ def test_control_passes_from_guide_to_agent_exactly_at_step_h():
     assert handed_over >= 5, "the test needs episodes where the agent takes over mid-way"
 
 
-def test_without_a_guide_nothing_is_carried():
-    from acl.train import Trainer
-    from tests.conftest import tiny_config
-
-    n, steps = 3, 4
-    agent = AntiOracleAgent()
-    tasks = jnp.broadcast_to(jnp.asarray(MAZE.task_space.default_task), (n, 4))
-    slots = start_slots(MAZE, agent, jax.random.PRNGKey(0), tasks, jnp.ones(n, bool))
-    slots, batch, feedback = collect(
-        MAZE, agent, None, slots, jax.random.PRNGKey(1), None, None, steps
-    )
-    assert slots.guide_steps is None and batch.guided is None and feedback.guide_steps is None
-    assert Trainer(tiny_config()).guide is None
-    with pytest.raises(ValueError, match="guide_steps"):
-        collect(MAZE, agent, None, slots, jax.random.PRNGKey(1), None, None, 2, guide=StubGuide())
+def test_a_reset_without_a_horizon_plays_the_agent_alone():
+    """Evaluation resets without tasks: the wrapper is then the agent, key for key."""
+    ppo = make_ppo(hidden_sizes=[8])
+    agent = GuidedActor(ppo, StubGuide(), horizon_column=4, mask_guided=True)
+    state = ppo.init(KEY, MAZE.observation_space(), MAZE.action_space())
+    obs = jax.random.uniform(jax.random.PRNGKey(1), (16, 4))
+    carry = agent.initial_carry(16)
+    assert carry.steps_left is None
+    action, _, extras = agent.act(state, obs, carry, jax.random.PRNGKey(2))
+    alone, _, alone_extras = ppo.act(state, obs, ppo.initial_carry(16), jax.random.PRNGKey(2))
+    np.testing.assert_array_equal(action, alone)
+    np.testing.assert_array_equal(extras.log_prob, alone_extras.log_prob)
+    # Tasks without the horizon column (the env's own) hand out no horizon either.
+    assert agent.initial_carry(3, jnp.zeros((3, 4))).steps_left is None
 
 
 # -- PPO: guide steps are out of the loss ---------------------------------------------------
@@ -130,12 +135,14 @@ def _ppo_batch(rng: np.random.Generator, guided: np.ndarray) -> Transition:
         terminated=end,
         done=end,
         next_obs=rng.random((t, n, 4), np.float32),
-        loss_mask=np.ones((t, n), np.float32),
-        extras=PPOExtras(
-            log_prob=(np.log(0.25) + 0.1 * rng.standard_normal((t, n))).astype(np.float32),
-            value=rng.standard_normal((t, n)).astype(np.float32),
+        loss_mask=np.ones((t, n), bool),
+        extras=GuidedExtras(
+            PPOExtras(
+                log_prob=(np.log(0.25) + 0.1 * rng.standard_normal((t, n))).astype(np.float32),
+                value=rng.standard_normal((t, n)).astype(np.float32),
+            ),
+            guided,
         ),
-        guided=guided,
     )
 
 
@@ -143,26 +150,30 @@ def _perturb(batch: Transition, where: np.ndarray, rng: np.random.Generator) -> 
     """Every per-step field replaced by other finite values where `where` [T, N] is true."""
     w, w3 = where, where[..., None]
     shape = where.shape
+    inner = batch.extras.inner
     return batch.replace(
         obs=np.where(w3, rng.random(batch.obs.shape, np.float32), batch.obs),
         action=np.where(w, (batch.action + 1) % 4, batch.action),
         reward=np.where(w, 3.0 * rng.standard_normal(shape), batch.reward).astype(np.float32),
         next_obs=np.where(w3, rng.random(batch.obs.shape, np.float32), batch.next_obs),
-        extras=PPOExtras(
-            log_prob=np.where(w, batch.extras.log_prob - 0.5, batch.extras.log_prob),
-            value=np.where(w, rng.standard_normal(shape), batch.extras.value).astype(np.float32),
+        extras=batch.extras.replace(
+            inner=PPOExtras(
+                log_prob=np.where(w, inner.log_prob - 0.5, inner.log_prob),
+                value=np.where(w, rng.standard_normal(shape), inner.value).astype(np.float32),
+            )
         ),
     )
 
 
 def test_ppo_loss_ignores_guided_steps_but_not_the_agents_own():
     ppo = make_ppo(hidden_sizes=[16], update_epochs=1, num_minibatches=1)
+    student = GuidedActor(ppo, StubGuide(), horizon_column=4, mask_guided=True)
     spaces = (MAZE.observation_space(), MAZE.action_space())
     state = jax.jit(lambda key: ppo.init(key, *spaces))(jax.random.PRNGKey(0))
     h = np.array([0, 2, 5, 8])  # column i: guide for its first h[i] of 8 steps
     guided = np.arange(8)[:, None] < h[None, :]
     batch = _ppo_batch(np.random.default_rng(1), guided)
-    update = jax.jit(ppo.update)
+    update = jax.jit(student.update)
     key = jax.random.PRNGKey(2)
 
     def params_after(batch):
@@ -185,10 +196,15 @@ def test_ppo_loss_ignores_guided_steps_but_not_the_agents_own():
     changed, _ = params_after(_perturb(batch, own, np.random.default_rng(3)))
     assert largest_change(base, changed) > 1e-5
     # Marking the guide's steps is what takes them out: unmarked, they move it too.
-    unmarked = _perturb(batch, guided, np.random.default_rng(3)).replace(
-        guided=np.zeros_like(guided)
-    )
+    perturbed = _perturb(batch, guided, np.random.default_rng(3))
+    unmarked = perturbed.replace(extras=perturbed.extras.replace(guided=np.zeros_like(guided)))
     assert largest_change(base, params_after(unmarked)[0]) > 1e-5
+    # An off-policy learner (DQN) keeps them: the wrapper leaves its loss mask alone.
+    keep = GuidedActor(ppo, StubGuide(), horizon_column=4, mask_guided=False)
+    assert (
+        largest_change(base, jax.tree.leaves(jax.jit(keep.update)(state, perturbed, key)[0].params))
+        > 1e-5
+    )
 
 
 # -- the curriculum ---------------------------------------------------------------------------
@@ -199,12 +215,11 @@ def records(returns, h, mask=None) -> Feedback:
     returns = jnp.asarray(returns, jnp.float32)
     k = returns.shape[0]
     return Feedback(
-        task=jnp.zeros((k, SPACE.dim)),
+        task=with_horizon(jnp.zeros((k, SPACE.dim)), jnp.full((k,), h)),
         episode_return=returns,
         success=jnp.zeros((k,), bool),
         length=jnp.ones((k,), jnp.int32),
         mask=jnp.ones((k,), bool) if mask is None else jnp.asarray(mask, bool),
-        guide_steps=jnp.full((k,), h, jnp.int32),
     )
 
 
@@ -228,11 +243,11 @@ def test_curriculum_lowers_h_when_the_threshold_is_met_and_not_otherwise():
         valid = [True] * len(returns) if mask is None else list(mask)
         pad = 8 - len(returns)
         fb = records(returns + [np.nan] * pad, h, valid + [False] * pad)
-        return update(state, KEY, jnp.zeros((8, SPACE.dim)), fb, None, jnp.int32(0))
+        return update(state, KEY, fb.task, fb, None, jnp.int32(0))
 
     def h_handed_out(state):
-        _, _, info = teacher.sample(state, jax.random.PRNGKey(1), 6)
-        values = set(np.asarray(info.guide_steps).tolist())
+        _, tasks, _ = teacher.sample(state, jax.random.PRNGKey(1), 6)
+        values = set(np.asarray(tasks[:, SPACE.dim]).astype(int).tolist())
         assert len(values) == 1
         return values.pop()
 
@@ -280,14 +295,18 @@ def test_random_variant_draws_h_uniformly_per_episode():
     teacher = JSRLTeacher(SPACE, guide=StubGuide(), guide_horizon=horizon, variant="random")
     state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
     n = 40_000
-    state, tasks, info = jax.jit(teacher.sample, static_argnums=2)(state, jax.random.PRNGKey(1), n)
-    h = np.asarray(info.guide_steps)
-    assert h.dtype == np.int32 and h.min() == 0 and h.max() == horizon
+    state, tasks, _ = jax.jit(teacher.sample, static_argnums=2)(state, jax.random.PRNGKey(1), n)
+    h = np.asarray(tasks[:, SPACE.dim])
+    np.testing.assert_array_equal(h, np.round(h))  # whole steps
+    h = h.astype(np.int32)
+    assert h.min() == 0 and h.max() == horizon
     counts = np.bincount(h, minlength=horizon + 1)
     p = 1.0 / (horizon + 1)
     se = np.sqrt(n * p * (1 - p))
     assert np.all(np.abs(counts - n * p) < 5 * se), counts
-    np.testing.assert_allclose(tasks, np.broadcast_to(SPACE.default_task, (n, SPACE.dim)))
+    np.testing.assert_allclose(
+        tasks[:, : SPACE.dim], np.broadcast_to(SPACE.default_task, (n, SPACE.dim))
+    )
     assert float(teacher.snapshot(state)["guide_steps"]) == pytest.approx(h.mean(), rel=1e-5)
     # The random variant never runs a curriculum.
     state = teacher.update(state, KEY, tasks[:8], records([1.0] * 8, 3), None, jnp.int32(0))
@@ -304,7 +323,7 @@ def test_passes_teacher_harness(variant):
 
 
 def test_is_registered_and_gets_the_env_from_the_loop():
-    from acl.train import build_components
+    from acl.build import build_components
     from tests.conftest import tiny_config
 
     config = tiny_config(env={"name": "goal_maze"}, teacher={"name": "jsrl", "window": 4})
@@ -351,7 +370,7 @@ def test_oracle_guide_follows_shortest_paths_and_its_noise_is_uniform():
 
     def act(epsilon):
         guide = OracleGuide(MAZE, epsilon)
-        return np.asarray(jax.jit(guide.act)(obs, None, None, jax.random.PRNGKey(2)))
+        return np.asarray(jax.jit(guide.act)(obs, jax.random.PRNGKey(2)))
 
     exact = act(0.0)
     np.testing.assert_array_equal(exact, MAZE.oracle_action(obs))
@@ -360,12 +379,12 @@ def test_oracle_guide_follows_shortest_paths_and_its_noise_is_uniform():
 
 
 def test_saved_agent_guide_plays_the_saved_greedy_policy(tmp_path):
+    from acl.build import make_train
     from acl.results import RunDir
-    from acl.train import Trainer
     from tests.conftest import tiny_config
 
     config = tiny_config(env={"name": "goal_maze", "max_episode_steps": 12})
-    trainer = Trainer(config)
+    trainer = make_train(config)
     states = jax.jit(jax.vmap(trainer.init_agent))(trainer.seed_keys())  # two seeds, untrained
     run = RunDir(tmp_path)
     run.write_config(config.to_dict(), [0, 1])
@@ -381,7 +400,7 @@ def test_saved_agent_guide_plays_the_saved_greedy_policy(tmp_path):
     greedy, _, _ = jax.jit(trainer.agent.act, static_argnums=4)(
         seed_1, obs, trainer.agent.initial_carry(64), None, True
     )
-    played = jax.jit(teacher.guide.act)(obs, None, None, jax.random.PRNGKey(3))
+    played = jax.jit(teacher.guide.act)(obs, jax.random.PRNGKey(3))
     np.testing.assert_array_equal(played, greedy)
     with pytest.raises(ConfigError, match="guide_seed"):
         make_jsrl(env.task_space, env=env, guide="saved", guide_run=str(tmp_path), guide_seed=2)
@@ -393,7 +412,7 @@ def test_saved_agent_guide_plays_the_saved_greedy_policy(tmp_path):
 def test_loop_runs_the_guide_and_the_teacher_sees_its_returns():
     """At stage 0 the oracle plays the whole episode (h = H = 14 steps to the goal): every
     episode returns -13, which becomes the first best; then h drops."""
-    from acl.train import Trainer
+    from acl.build import make_train
     from tests.conftest import tiny_config
 
     config = tiny_config(
@@ -402,8 +421,8 @@ def test_loop_runs_the_guide_and_the_teacher_sees_its_returns():
         loop={"num_envs": 4, "num_steps": 16, "total_env_steps": 256, "eval_every": 256},
         num_seeds=1,
     )
-    trainer = Trainer(config)
-    assert isinstance(trainer.guide, OracleGuide)
+    trainer = make_train(config)
+    assert isinstance(trainer.agent, GuidedActor) and isinstance(trainer.agent.guide, OracleGuide)
     carry = trainer.init(jax.random.PRNGKey(0))
     carry, _ = jax.jit(lambda c: trainer.run_iterations(c, 2))(carry)
     snapshot = jax.device_get(trainer.teacher.snapshot(carry.seed.teacher_state))

@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from acl.build import make_train
 from acl.config import load_config, parse_config
 from acl.evaluation import run_episodes
 from acl.train import Trainer
@@ -47,7 +48,7 @@ def test_ppo_solves_default_cartpole_in_500k_steps_on_4_of_5_seeds():
             "eval": {"num_test_tasks": 10},
         }
     )
-    trainer = Trainer(config)
+    trainer = make_train(config)
     carry, _ = jax.jit(jax.vmap(trainer.train))(trainer.seed_keys())
     returns = final_returns(trainer, carry.seed.agent_state, episodes=16)
     means = returns.mean(axis=1)
@@ -64,7 +65,7 @@ def test_ppo_learns_pendulum_swing_up():
     Pendulum task (it cannot swing up), the trained one above -300 (swings up and
     balances; a scripted energy-pumping controller averages about -150)."""
     config = load_config("experiments/configs/pendulum_fixed.yaml", num_seeds=3)
-    trainer = Trainer(config)
+    trainer = make_train(config)
     keys = trainer.seed_keys()
     untrained = jax.jit(jax.vmap(trainer.init_agent))(keys)
     before = final_returns(trainer, untrained, episodes=16).mean(axis=1)

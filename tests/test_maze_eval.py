@@ -20,12 +20,13 @@ import pandas as pd
 import pytest
 import yaml
 
+from acl.build import build_components, make_train
 from acl.config import apply_preset, load_config, parse_config
 from acl.errors import ConfigError
 from acl.evaluation import TEST_SETS, named_test_set
 from acl.experiment import run_experiment
 from acl.teachers.random import FixedTeacher
-from acl.train import Components, Trainer, build_components
+from acl.train import Components, Trainer
 from envs.maze import FORWARD, LEFT, Level, Maze
 from envs.maze_levels import EVALUATION, PLR_EVALUATION, make_level
 from experiments import run as run_cli
@@ -44,7 +45,7 @@ class ScriptedAgent:
     def init(self, key, obs_space, action_space):
         return jnp.zeros(())
 
-    def initial_carry(self, n: int):
+    def initial_carry(self, n: int, tasks=None):
         return jnp.zeros((n, 0))
 
     def env_action(self, action):
@@ -115,7 +116,7 @@ def test_config_keys_and_errors():
     config = maze_config(test_set=["SixteenRooms", "Labyrinth"])
     assert config.eval.test_set == ["SixteenRooms", "Labyrinth"]
     assert config.eval.sampled_attempts == 3
-    assert Trainer(config).test_task_names == ("SixteenRooms", "Labyrinth")
+    assert make_train(config).test_task_names == ("SixteenRooms", "Labyrinth")
     assert parse_config({}).eval.test_set == "" and parse_config({}).eval.sampled_attempts == 0
     for bad, match in (
         ({"test_set": 3}, "eval.test_set: expected a name or a list of names"),
@@ -126,7 +127,7 @@ def test_config_keys_and_errors():
             parse_config({"eval": bad})
     cartpole = parse_config({"eval": {"test_set": "maze_held_out"}})
     with pytest.raises(ConfigError, match="env 'cartpole' provides no named test sets"):
-        Trainer(cartpole)
+        make_train(cartpole)
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ from flax import struct
 
 from acl.agents.common import Transition
 from acl.errors import ConfigError
+from acl.rollout import play
 from acl.teachers import TEACHERS
 from acl.teachers.paired import EpisodeReturns, episode_returns, make_paired, regret
 from envs.maze import Maze, is_valid_level
@@ -35,7 +36,7 @@ def tiny_paired(space=MAZE.task_space, **kwargs):
         "noise_dim": 4,
         **kwargs,
     }
-    return make_paired(space, env=MAZE, **options)
+    return make_paired(space, env=MAZE, play=play, **options)
 
 
 def hand_rollout(reward, done) -> Transition:
@@ -68,7 +69,7 @@ class LinearAgent:
     def init(self, key, obs_space, action_space):
         return jnp.zeros((obs_space.shape[0], action_space.n))
 
-    def initial_carry(self, n):
+    def initial_carry(self, n, tasks=None):
         return jnp.zeros((n, 0))
 
     def env_action(self, action):
@@ -205,7 +206,12 @@ def test_update_trains_adversary_and_antagonist_on_the_regret(adversary):
 
 def test_is_registered_and_builds_from_config_keys():
     teacher = TEACHERS.get("paired")(
-        MAZE.task_space, env=MAZE, antagonist_kwargs=TINY, clip_regret=False, num_envs=4
+        MAZE.task_space,
+        env=MAZE,
+        play=play,
+        antagonist_kwargs=TINY,
+        clip_regret=False,
+        num_envs=4,
     )
     assert not bool(teacher.default_params().clip_regret)
     assert teacher.editor.num_wall_steps == 50  # dcd's default
@@ -214,6 +220,7 @@ def test_is_registered_and_builds_from_config_keys():
     copy = make_paired(
         MAZE.task_space,
         env=MAZE,
+        play=play,
         adversary_agent="ppo",
         student_agent="ppo",
         student_kwargs={**TINY, "total_updates": 7},
@@ -240,7 +247,7 @@ def test_is_registered_and_builds_from_config_keys():
     ],
 )
 def test_config_errors(kwargs, message):
-    options = {"env": MAZE, **kwargs}
+    options = {"env": MAZE, "play": play, **kwargs}
     with pytest.raises(ConfigError, match=message):
         make_paired(MAZE.task_space, **options)
 
@@ -279,8 +286,8 @@ def test_passes_teacher_harness():
 
 @pytest.mark.slow  # the whole loop with three learners: one compile of init and a chunk
 def test_runs_in_the_loop_vmapped_over_seeds():
+    from acl.build import make_train
     from acl.config import parse_config
-    from acl.train import Trainer
 
     config = parse_config(
         {
@@ -307,7 +314,7 @@ def test_runs_in_the_loop_vmapped_over_seeds():
             "num_seeds": 2,
         }
     )
-    trainer = Trainer(config)
+    trainer = make_train(config)
     carry = trainer.jit_init_seeds()(trainer.seed_keys())
     carry, metrics = trainer.jit_run_chunk_seeds()(carry)
     snapshot = metrics.teacher_snapshot

@@ -7,11 +7,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from acl.agents.common import Transition
+from acl.agents.common import Transition, ValueSpec
+from acl.build import make_train
 from acl.errors import ConfigError
 from acl.teachers import TEACHERS
 from acl.teachers.plr import EDIT, NEW, REPLAY, LevelStats, level_stats
-from acl.train import Trainer
 from envs.maze import Maze
 from tests.conftest import tiny_config
 from tests.teacher_harness import RolloutExtras, check_teacher
@@ -228,9 +228,10 @@ def test_pvl_and_maxmc_match_hand_computation():
         done=jnp.asarray(done),
         next_obs=jnp.zeros((6, 2, 1)),
         loss_mask=jnp.ones((6, 2)),
-        extras=RolloutExtras(value=jnp.asarray(value)),
+        extras=RolloutExtras(value=jnp.asarray(value), value_spec=student_spec(0.9, 0.8, (6, 2))),
     )
-    got = jax.jit(level_stats)(rollout, 0.9, 0.8)
+    stats = jax.jit(level_stats)
+    got = stats(rollout)
     # Episode 1 of instance 0 by hand: deltas 0.16, 0.14, 0.4; A = 0.46816, 0.428, 0.4.
     ep1_pvl = (0.46816 + 0.428 + 0.4) / 3
     ep2 = reference_stats(reward[3:5, :1], value[3:5, :1], done[3:5, :1], 0.9, 0.8)[0]
@@ -242,6 +243,19 @@ def test_pvl_and_maxmc_match_hand_computation():
     np.testing.assert_allclose(got.pvl, expected[:, 0], rtol=1e-5)
     np.testing.assert_allclose(got.max_return - got.mean_value, expected[:, 1], rtol=1e-5)
     np.testing.assert_allclose(got.max_return, expected[:, 2], rtol=1e-6)
+    # The student's gamma is a traced leaf: another value reuses the program, moves the scores.
+    other = rollout.replace(
+        extras=rollout.extras.replace(value_spec=student_spec(0.5, 0.8, (6, 2)))
+    )
+    assert not np.allclose(stats(other).pvl, got.pvl)
+    assert stats._cache_size() == 1
+    expected = reference_stats(reward, value, done, 0.5, 0.8)
+    np.testing.assert_allclose(stats(other).pvl, expected[:, 0], rtol=1e-5)
+
+
+def student_spec(gamma, lam, shape, reward_scale=1.0) -> ValueSpec:
+    """The student's ValueSpec as an agent's extras carry it, [T, N] each."""
+    return ValueSpec(*(jnp.full(shape, x, jnp.float32) for x in (gamma, lam, reward_scale)))
 
 
 # -- batches ---------------------------------------------------------------------------
@@ -359,13 +373,13 @@ def loop_config(mode: str, teacher: dict):
 
 def test_rollout_readers_need_batch_mode():
     with pytest.raises(ConfigError, match="batch"):
-        Trainer(loop_config("episode", {"name": "plr", "capacity": 16}))
+        make_train(loop_config("episode", {"name": "plr", "capacity": 16}))
 
 
 @pytest.mark.slow
 def test_accel_runs_in_the_loop():
     teacher = {"name": "accel", "capacity": 16, "minimum_fill_ratio": 0.25, "num_edits": 2}
-    trainer = Trainer(loop_config("batch", teacher))
+    trainer = make_train(loop_config("batch", teacher))
     carry = trainer.jit_init_seeds()(trainer.seed_keys())
     carry, metrics = trainer.jit_run_chunk_seeds()(carry)
     snapshot = jax.tree.map(np.asarray, metrics.teacher_snapshot)

@@ -494,7 +494,7 @@ def test_experiment_writes_curves_and_good_starts_per_evaluation(tmp_path):
 
 @pytest.mark.parametrize("name", ["reverse", "uniform_start"])
 def test_the_loop_hands_start_curricula_their_env(name):
-    from acl.train import build_components
+    from acl.build import build_components
     from tests.conftest import tiny_config
 
     config = tiny_config(env={"name": "goal_maze"}, teacher={"name": name})

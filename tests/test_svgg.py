@@ -12,6 +12,7 @@ import pytest
 from flax import struct
 from gymnax.environments import spaces
 
+from acl.agents.common import Transition
 from acl.errors import ConfigError
 from acl.evaluation import success_coverage
 from acl.teachers import TEACHERS
@@ -208,7 +209,7 @@ def jitted(teacher):
     )
 
 
-def feedback(goals, success, achieved=None) -> Feedback:
+def feedback(goals, success) -> Feedback:
     goals = jnp.asarray(goals, jnp.float32)
     n = goals.shape[0]
     base = jnp.broadcast_to(MAZE.task_space.default_task, (n, 4))
@@ -218,7 +219,26 @@ def feedback(goals, success, achieved=None) -> Feedback:
         success=jnp.asarray(success, bool),
         length=jnp.ones(n, jnp.int32),
         mask=jnp.ones(n, bool),
-        achieved_goal=None if achieved is None else jnp.asarray(achieved, jnp.float32),
+    )
+
+
+def rollout(achieved) -> Transition:
+    """A [1, K] rollout whose K episodes all end with the goals `achieved` [K, G] reached
+    (the maze's achieved goal is the observation's first G entries)."""
+    achieved = jnp.asarray(achieved, jnp.float32)
+    k = achieved.shape[0]
+    obs_size = MAZE.observation_space().shape[0]
+    next_obs = jnp.zeros((1, k, obs_size)).at[0, :, : achieved.shape[1]].set(achieved)
+    done = jnp.ones((1, k), bool)
+    return Transition(
+        obs=next_obs,
+        action=jnp.zeros((1, k), jnp.int32),
+        reward=jnp.zeros((1, k)),
+        terminated=done,
+        done=done,
+        next_obs=next_obs,
+        loss_mask=done,
+        extras=None,
     )
 
 
@@ -228,7 +248,7 @@ def test_success_predictor_learns_a_separable_toy():
     goals = jax.random.uniform(jax.random.PRNGKey(1), (512, 2))
     labels = goals[:, 0] + goals[:, 1] > 1.0  # success on one side of a diagonal
     record, train, *_ = jitted(teacher)
-    state = record(state, feedback(goals, labels, goals))
+    state = record(state, feedback(goals, labels), rollout(goals))
     for step in range(2):  # 2 x 300 Adam steps
         state = train(state, jax.random.PRNGKey(step))
     test = jax.random.uniform(jax.random.PRNGKey(2), (2000, 2))
@@ -247,7 +267,7 @@ def test_validity_scores_the_reached_region_above_far_goals():
     reached = jax.random.uniform(jax.random.PRNGKey(1), (512, 2), minval=0.1, maxval=0.3)
     goals = jnp.full((512, 2), 0.8)  # attempted far away, never reached
     record, _, fit_validity, *_ = jitted(teacher)
-    state = fit_validity(record(state, feedback(goals, jnp.zeros(512), reached)))
+    state = fit_validity(record(state, feedback(goals, jnp.zeros(512)), rollout(reached)))
     inside = teacher.log_valid(state, jnp.array([[0.2, 0.2], [0.15, 0.25]]))
     far = teacher.log_valid(state, jnp.array([[0.8, 0.8], [0.2, 0.9], [0.9, 0.1]]))
     assert (np.asarray(inside) > -1.0).all(), inside
@@ -267,7 +287,8 @@ def test_particles_start_near_the_start_and_move_to_intermediate_success():
     update = jitted(teacher)[3]
     for step in range(3):
         success = jax.random.uniform(jax.random.PRNGKey(10 + step), (512,)) < 1 - distance / 0.9
-        state = update(state, KEY, None, feedback(goals, success, goals), None, jnp.int32(step))
+        records = feedback(goals, success)
+        state = update(state, KEY, None, records, rollout(goals), jnp.int32(step))
     d = np.asarray(teacher.predict_success(state, state.particles))
     # Particles gather where D is intermediate (the Beta(2, 2) mode is 0.5).
     assert 0.25 < np.median(d) < 0.75, d
@@ -344,7 +365,7 @@ class OracleAgent:
     def env_action(self, action):
         return action
 
-    def initial_carry(self, n):
+    def initial_carry(self, n, tasks=None):
         return ()
 
 
@@ -393,7 +414,7 @@ def test_difficulty_presets_set_alpha_and_beta():
 
 @pytest.mark.parametrize("name", ["svgg", "random_goal"])
 def test_the_loop_hands_goal_curricula_their_env(name):
-    from acl.train import build_components
+    from acl.build import build_components
     from tests.conftest import tiny_config
 
     config = tiny_config(env={"name": "point_maze"}, teacher={"name": name})

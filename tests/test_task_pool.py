@@ -14,6 +14,7 @@ import pytest
 from flax import struct
 
 from acl.agents.ppo import make_ppo
+from acl.build import make_train
 from acl.config import parse_config
 from acl.errors import ConfigError
 from acl.experiment import _rows
@@ -47,9 +48,9 @@ def run_values(trainer: Trainer) -> dict[str, np.ndarray]:
 
 def test_without_a_pool_the_run_is_bit_identical_to_the_slot_layout():
     # The fixture was recorded by the loop before the pool existed (the same
-    # `run_values(Trainer(slot_config()))`), so this compares against the old code path.
+    # `run_values(make_train(slot_config()))`), so this compares against the old code path.
     expected = np.load(FIXTURE)
-    got = run_values(Trainer(slot_config()))
+    got = run_values(make_train(slot_config()))
     assert sorted(got) == sorted(expected.files)
     for name in expected.files:
         np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
@@ -91,19 +92,16 @@ def test_take_from_pool_hands_out_in_instance_order_and_keeps_own_task_past_the_
         episode_return=None,
         episode_length=None,
         recurrent=None,
-        guide_steps=jnp.full(n, 7, jnp.int32),
     )
     pool = TaskPool(
         task=jnp.arange(10.0, 15.0)[:, None],  # entries 0..4 are tasks 10..14
         train_on=jnp.ones(5, bool),
-        guide_steps=jnp.arange(100, 105, dtype=jnp.int32),
     )
     done = jnp.array([True, False, True, True])
     # Entries 0..2 are gone: instances 0, 2, 3 take entries 3, 4 and (past the end) none.
-    task, train_on, guide_steps, taken = take_from_pool(pool, jnp.int32(3), done, slots)
+    task, train_on, taken = take_from_pool(pool, jnp.int32(3), done, slots)
     np.testing.assert_array_equal(task[:, 0], [13.0, -2.0, 14.0, -4.0])
     np.testing.assert_array_equal(train_on, [True, False, True, False])
-    np.testing.assert_array_equal(guide_steps, [103, 7, 104, 7])
     assert int(taken) == 6
 
 

@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from acl.build import make_train
 from acl.rollout import collect, start_slots
 from acl.train import Trainer
 from tests.conftest import tiny_config
@@ -14,7 +15,7 @@ from tests.conftest import tiny_config
 
 @pytest.fixture(scope="module")
 def trainer():
-    return Trainer(tiny_config())
+    return make_train(tiny_config())
 
 
 def run_host_chunks(trainer: Trainer):
@@ -82,11 +83,11 @@ def test_chunked_and_unchunked_runs_give_identical_metrics(trainer, host_run):
 
 def test_same_seed_same_metrics_and_different_seeds_differ(trainer, host_run):
     _, first = host_run
-    _, again = run_host_chunks(Trainer(tiny_config()))
+    _, again = run_host_chunks(make_train(tiny_config()))
     np.testing.assert_array_equal(first.loss, again.loss)
     np.testing.assert_array_equal(first.eval_mean_return, again.eval_mean_return)
     assert not np.array_equal(first.loss[0], first.loss[1]), "seeds 0 and 1 gave equal losses"
-    shifted = Trainer(tiny_config(seed=5, num_seeds=1))
+    shifted = make_train(tiny_config(seed=5, num_seeds=1))
     _, other = run_host_chunks(shifted)
     assert not np.array_equal(first.loss[0], other.loss[0])
 
@@ -101,7 +102,7 @@ def test_metrics_cover_every_chunk(trainer, host_run):
 
 def test_reinit_hook_resets_the_agent_every_n_steps():
     # 64 steps per iteration, re-init every 2 iterations, 4 iterations per chunk.
-    trainer = Trainer(tiny_config(loop={"reinit_every": 128}, num_seeds=1))
+    trainer = make_train(tiny_config(loop={"reinit_every": 128}, num_seeds=1))
     carry = trainer.jit_init_seeds()(trainer.seed_keys())
     carry, _ = trainer.jit_run_chunk_seeds()(carry)
     # Updates since the last re-init: re-inits after iterations 2 and 4 leave 0.
@@ -111,14 +112,14 @@ def test_reinit_hook_resets_the_agent_every_n_steps():
     assert not np.allclose(kernel(carry.seed.agent_state.params)[0], kernel(fresh.params)), (
         "re-init must draw new weights"
     )
-    no_reinit = Trainer(tiny_config(num_seeds=1))
+    no_reinit = make_train(tiny_config(num_seeds=1))
     c2 = no_reinit.jit_init_seeds()(no_reinit.seed_keys())
     c2, _ = no_reinit.jit_run_chunk_seeds()(c2)
     assert int(c2.seed.agent_state.update_count[0]) == 4
 
 
 def test_periodic_branch_stays_a_real_cond_under_seed_vmap():
-    trainer = Trainer(tiny_config(loop={"reinit_every": 128}))
+    trainer = make_train(tiny_config(loop={"reinit_every": 128}))
     carry = jax.eval_shape(jax.vmap(trainer.init, out_axes=trainer.carry_axes), trainer.seed_keys())
     run = jax.vmap(
         trainer.run_chunk, in_axes=(trainer.carry_axes,), out_axes=(trainer.carry_axes, 0)
@@ -128,7 +129,7 @@ def test_periodic_branch_stays_a_real_cond_under_seed_vmap():
 
 
 def test_batch_mode_resets_every_instance_onto_its_new_level():
-    trainer = Trainer(
+    trainer = make_train(
         tiny_config(
             loop={"mode": "batch", "num_steps": 50, "eval_every": 400, "total_env_steps": 400},
             num_seeds=1,
@@ -145,7 +146,7 @@ def test_batch_mode_resets_every_instance_onto_its_new_level():
 
 def test_capped_feedback_keeps_the_trajectory_and_counts_dropped_episodes(host_run):
     _, full = host_run
-    capped = Trainer(tiny_config(loop={"max_feedback": 2}))
+    capped = make_train(tiny_config(loop={"max_feedback": 2}))
     _, metrics = run_host_chunks(capped)
     # Random ignores feedback, so the runs are the same; only the teacher's view shrinks.
     np.testing.assert_array_equal(metrics.episodes, full.episodes)

@@ -22,8 +22,8 @@ NOTEBOOK = ROOT / "notebooks" / "ued_mazes.ipynb"
 
 
 def test_every_method_has_a_config_that_builds():
+    from acl.build import build_components
     from acl.config import load_config
-    from acl.train import build_components
 
     for method in ued_mazes.METHODS:
         config = load_config(ued_mazes.config_path(method), preset="cpu")

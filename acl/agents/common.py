@@ -29,9 +29,29 @@ class Transition:
     """1.0 where the learner may learn from this step (robust PLR: 0)."""
     extras: Any
     """Agent-specific per-step outputs of `act` (e.g. log-prob and value)."""
-    guided: jax.Array | None = None
-    """bool: a teacher's guide chose `action` here, not the agent (JSRL); None when no
-    teacher has a guide. On-policy agents leave these steps out of their loss."""
+
+
+@struct.dataclass
+class ValueSpec:
+    """How an actor-critic agent turns rewards into value targets, as traced leaves: its
+    `act` records them in its extras ([N], so [T, N] in a batch) so that a teacher scoring
+    levels from the rollout (PLR's GAE) uses the student's own numbers, and a sweep over
+    the agent's gamma moves the teacher too."""
+
+    gamma: jax.Array
+    gae_lambda: jax.Array
+    reward_scale: jax.Array
+    """Rewards are multiplied by this before GAE."""
+
+
+def value_spec(hyper: Any, n: int) -> ValueSpec:
+    """The `ValueSpec` [n] of hyperparameters with gamma, gae_lambda and reward_scale."""
+    return ValueSpec(
+        *(
+            jnp.broadcast_to(jnp.asarray(x, jnp.float32), (n,))
+            for x in (hyper.gamma, hyper.gae_lambda, hyper.reward_scale)
+        )
+    )
 
 
 def gae(

@@ -125,6 +125,9 @@ _adam = optax.scale_by_adam()
 class DQN:
     """Double DQN (+HER) over a discrete action space."""
 
+    off_policy = True
+    """Q-learning learns from steps another policy chose (a JSRL guide's) as well."""
+
     def __init__(self, config: DQNConfig = DQNConfig(), hyper: DQNHyperparams = DQNHyperparams()):
         _check_config(config)
         self.config = config
@@ -176,8 +179,8 @@ class DQN:
             hyper=self.hyper,
         )
 
-    def initial_carry(self, n: int) -> jax.Array:
-        """Feed-forward: no recurrent state."""
+    def initial_carry(self, n: int, tasks: jax.Array | None = None) -> jax.Array:
+        """Feed-forward: no recurrent state (`tasks`, the episodes' tasks, unused)."""
         return jnp.zeros((n, 0))
 
     def env_action(self, action: jax.Array) -> jax.Array:
@@ -233,10 +236,7 @@ class DQN:
         )
 
     def update(self, state: DQNState, batch: Transition, key: jax.Array):
-        """Store a [T, N] rollout, then `gradient_steps` steps. Returns (state, scalar metrics).
-
-        A guide's steps (`batch.guided`, JSRL) are stored like the agent's own: Q-learning
-        is off-policy."""
+        """Store a [T, N] rollout, then `gradient_steps` steps. Returns (state, scalar metrics)."""
         c, h = self.config, state.hyper
         staging, buffer = stage_rollout(state.staging, state.buffer, batch)
         steps_collected = batch.reward.shape[0] * batch.reward.shape[1]

@@ -1,7 +1,8 @@
 """Proximal policy optimisation (Schulman et al. 2017), PureJaxRL-style, as a pure agent.
 
-Agent contract:
+Agent contract (acl.agents.base.Agent):
     init(key, obs_space, action_space) -> PPOState
+    initial_carry(n, tasks) -> [n, 0], no recurrent state
     act(state, obs, carry, key, deterministic) -> (action, carry, PPOExtras)
     update(state, batch, key) -> (state, metrics)
 
@@ -29,7 +30,14 @@ from flax import struct
 from gymnax.environments import spaces
 
 from acl.agents.base import AGENTS
-from acl.agents.common import RunningMeanStd, Transition, gae, minibatch_epochs
+from acl.agents.common import (
+    RunningMeanStd,
+    Transition,
+    ValueSpec,
+    gae,
+    minibatch_epochs,
+    value_spec,
+)
 from acl.agents.networks import (
     ActorCritic,
     categorical_entropy,
@@ -97,6 +105,9 @@ class PPOExtras:
 
     log_prob: jax.Array
     value: jax.Array
+    value_spec: ValueSpec | None = None
+    """The agent's gamma, GAE lambda and reward scale ([N]), for teachers that score levels
+    with them (PLR); None in hand-built batches."""
 
 
 @struct.dataclass
@@ -150,13 +161,7 @@ class ActionDistribution:
 
 def ppo_loss_mask(batch: Transition) -> jax.Array:
     """[T, N] float32: 1 where the learner may learn from the step."""
-    loss_mask = batch.loss_mask.astype(jnp.float32)
-    if batch.guided is not None:
-        # A guide's actions are off-policy for PPO (JSRL): out of the loss. GAE still
-        # runs through them; they precede the agent's steps in an episode, so the
-        # agent's advantages do not depend on them.
-        loss_mask = loss_mask * (1.0 - batch.guided.astype(jnp.float32))
-    return loss_mask
+    return batch.loss_mask.astype(jnp.float32)
 
 
 def ppo_training_data(batch: Transition, next_values: jax.Array, hyper: PPOHyperparams) -> dict:
@@ -321,8 +326,8 @@ class PPO:
             hyper=self.hyper,
         )
 
-    def initial_carry(self, n: int) -> jax.Array:
-        """Feed-forward: no recurrent state."""
+    def initial_carry(self, n: int, tasks: jax.Array | None = None) -> jax.Array:
+        """Feed-forward: no recurrent state (`tasks`, the episodes' tasks, unused)."""
         return jnp.zeros((n, 0))
 
     def _forward(self, params, obs_norm: RunningMeanStd, obs: jax.Array):
@@ -338,7 +343,8 @@ class PPO:
         """obs [N, *obs_shape] -> action [N] or [N, A], carry, PPOExtras [N]."""
         out, value, log_std = self._forward(state.params, state.obs_norm, obs)
         action, log_prob = self.actions.sample(out, log_std, key, deterministic)
-        return action, carry, PPOExtras(log_prob=log_prob, value=value)
+        spec = value_spec(state.hyper, value.shape[0])
+        return action, carry, PPOExtras(log_prob=log_prob, value=value, value_spec=spec)
 
     def value(self, state: PPOState, obs: jax.Array) -> jax.Array:
         return self._forward(state.params, state.obs_norm, obs)[1]

@@ -11,7 +11,7 @@ those papers' PPO: lr 1e-4 annealed, 5 epochs of 1 minibatch, gamma 0.995, GAE l
 Agent contract:
     bind(env, num_envs)                 picks the encoder from the env (before init)
     init(key, obs_space, action_space) -> RecurrentPPOState
-    initial_carry(n) -> LSTM carry (c [n, H], h [n, H]), zeros
+    initial_carry(n, tasks) -> LSTM carry (c [n, H], h [n, H]), zeros
     act(state, obs, carry, key, deterministic) -> (action, carry, RecurrentPPOExtras)
     update(state, batch, key) -> (state, metrics)
 
@@ -37,7 +37,7 @@ import optax
 from flax import struct
 
 from acl.agents.base import AGENTS
-from acl.agents.common import Transition
+from acl.agents.common import Transition, ValueSpec, value_spec
 from acl.agents.networks import ACTIVATIONS, ActorCritic, _orthogonal, dense
 from acl.agents.ppo import (
     ActionDistribution,
@@ -102,6 +102,8 @@ class RecurrentPPOExtras:
     """[N] the critic's value of the observation."""
     carry: tuple[jax.Array, jax.Array]
     """The LSTM carry (c, h), each [N, H], *before* the step: update replays from it."""
+    value_spec: ValueSpec | None = None
+    """The agent's gamma, GAE lambda and reward scale ([N]), as PPO's."""
 
 
 @struct.dataclass
@@ -286,8 +288,8 @@ class RecurrentPPO:
             hyper=self.hyper,
         )
 
-    def initial_carry(self, n: int) -> tuple[jax.Array, jax.Array]:
-        """The LSTM carry (c [n, H], h [n, H]) of a fresh episode: zeros."""
+    def initial_carry(self, n: int, tasks: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
+        """The LSTM carry (c [n, H], h [n, H]) of a fresh episode: zeros (`tasks` unused)."""
         zeros = jnp.zeros((n, self.config.lstm_size))
         return zeros, zeros
 
@@ -302,7 +304,9 @@ class RecurrentPPO:
         next_carry = self.network.apply(state.params, carry, features, method="recur")
         out, value, log_std = self.network.apply(state.params, next_carry[1], method="policy")
         action, log_prob = self.actions.sample(out, log_std, key, deterministic)
-        return action, next_carry, RecurrentPPOExtras(log_prob=log_prob, value=value, carry=carry)
+        spec = value_spec(state.hyper, value.shape[0])
+        extras = RecurrentPPOExtras(log_prob=log_prob, value=value, carry=carry, value_spec=spec)
+        return action, next_carry, extras
 
     def replay(self, params, carry, obs: jax.Array, starts: jax.Array):
         """Run the network over sequences as the rollout did.

@@ -1,10 +1,13 @@
 """TeachMyAgent's challenge variants (Romac et al. 2021), as data for any env with a Box
 task space.
 
-A challenge is a `Challenge` pytree, not a new program: the teacher always works in the
-unit cube [0, 1]^D (its *teacher space*), and the challenge says how that cube maps onto
-the env's true tasks, when the student is re-initialised, and which prior an expert gives.
-So one compiled program serves every challenge of a teacher, and a vmap can batch them.
+A challenge is a `Challenge` pytree, not a new program: `with_challenge(teacher)`, in the
+spirit of optax's transformations, returns a teacher that works in the unit cube [0, 1]^D
+(its *teacher space*) and takes the challenge as part of its params: how that cube maps
+onto the env's true tasks, and which prior an expert gives. The student's
+re-initialisation period (forgetting) is the loop's data (`acl.train.RunData`), since a
+teacher cannot reset the student. So one compiled program serves every challenge of a
+teacher, and a vmap can batch them (`acl.build.challenge_data` makes the data).
 
 | challenge | what changes | data |
 |---|---|---|
@@ -15,7 +18,7 @@ So one compiled program serves every challenge of a teacher, and a vmap can batc
 | forgetting | the student forgets | weights, optimiser (and replay) reset every N iterations |
 
 Expert knowledge (`expert`), on top of any challenge, for teachers that can use a prior
-(those with `with_prior`: ALP-GMM and Covar-GMM bootstrap from it):
+(those with `with_prior(params, mean, std, use)`: ALP-GMM and Covar-GMM bootstrap from it):
 
 - none: no prior;
 - low: a random sub-space prior: a seeded box covering half of each dimension's range,
@@ -28,25 +31,28 @@ several programs; `experiments/benchmark.py` runs one per student and merges the
 
 Coordinates, all [..., D]: teacher space u in [0, 1]; the rugged map sends teacher
 interval j of dimension d to true interval perm[d, j]; env task = low + true_u * (high - low).
+The wrapped teacher hands out [env task | u], [n, 2D]: the env reads the first D columns
+and the feedback brings u back bit for bit, so the inner teacher never sees an env task.
 """
 
 from __future__ import annotations
 
+__all__ = ["CHALLENGES", "EXPERT_LEVELS", "ChallengeSpec"]  # re-exported from acl.config
+
 from dataclasses import dataclass
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from acl.config import CHALLENGES, EXPERT_LEVELS, ChallengeSpec
 from acl.errors import ConfigError
 from acl.spaces import Box
 
 NUM_INTERVALS = 4
 """Intervals per dimension of the rugged map (TeachMyAgent's value)."""
-CHALLENGES = ("default", "unfeasible", "trivial", "rugged", "forgetting", "students")
-""""students" (variety of students) is default data run by several agents (the runner)."""
-EXPERT_LEVELS = ("none", "low", "high")
 HIGH_EXPERT_STD = 0.1
 """Std of the high expert prior, as a fraction of each dimension's range."""
 
@@ -105,8 +111,8 @@ def to_env(challenge: Challenge, unit: jax.Array) -> jax.Array:
 def to_teacher(challenge: Challenge, task: jax.Array) -> jax.Array:
     """Env tasks [..., D] -> teacher space [..., D]; the inverse of `to_env` inside the box.
 
-    The loop never needs it (instances carry teacher-space tasks, see `MappedEnv`); it is
-    for priors, plots and tests."""
+    The loop never needs it (the instances carry the teacher's coordinates beside the
+    env's, see `ChallengedTeacher`); it is for priors, plots and tests."""
     intervals = challenge.interval_perm.shape[-1]
     true_unit = jnp.clip((task - challenge.low) / (challenge.high - challenge.low), 0.0, 1.0)
     scaled = true_unit * intervals
@@ -116,60 +122,6 @@ def to_teacher(challenge: Challenge, task: jax.Array) -> jax.Array:
     inverse = jnp.broadcast_to(inverse, true_index.shape[:-1] + inverse.shape)
     index = jnp.take_along_axis(inverse, true_index[..., None], axis=-1)[..., 0]
     return (index + within) / intervals
-
-
-class MappedEnv:
-    """An env whose tasks are teacher-space coordinates of `challenge`.
-
-    Built inside the traced loop around traced challenge data, so the instances (and the
-    feedback records) carry the teacher's own coordinates and the teacher never sees an
-    env task, while `task_to_params` hands the env the true one."""
-
-    def __init__(self, env, challenge: Challenge):
-        self._env = env
-        self.challenge = challenge
-
-    def __getattr__(self, name):
-        return getattr(self._env, name)
-
-    def task_to_params(self, task: jax.Array, base_params):
-        return self._env.task_to_params(to_env(self.challenge, task), base_params)
-
-    def params_for_tasks(self, tasks: jax.Array):
-        base = self._env.default_params()
-        return jax.vmap(lambda t: self.task_to_params(t, base))(tasks)
-
-
-@dataclass(frozen=True)
-class ChallengeSpec:
-    """A named challenge setting (host side): a challenge and an expert-knowledge level."""
-
-    challenge: str = "default"
-    """One of CHALLENGES."""
-    expert: str = "none"
-    """One of EXPERT_LEVELS."""
-
-    def __post_init__(self):
-        if self.challenge not in CHALLENGES:
-            raise ConfigError(
-                f"challenge must be one of {', '.join(CHALLENGES)}; got {self.challenge!r}"
-            )
-        if self.expert not in EXPERT_LEVELS:
-            raise ConfigError(
-                f"expert must be one of {', '.join(EXPERT_LEVELS)}; got {self.expert!r}"
-            )
-
-    @property
-    def label(self) -> str:
-        """e.g. "unfeasible" or "unfeasible / expert high"."""
-        if self.expert == "none":
-            return self.challenge
-        return f"{self.challenge} / expert {self.expert}"
-
-    @property
-    def key(self) -> str:
-        """File-name-safe id, e.g. "unfeasible+expert_high"."""
-        return self.challenge if self.expert == "none" else f"{self.challenge}+expert_{self.expert}"
 
 
 def challenge_bounds(env, challenge: str) -> Box:
@@ -213,20 +165,15 @@ def make_challenge(
     """
     bounds = challenge_bounds(env, spec.challenge)
     dim = bounds.dim
-    perm = np.tile(np.arange(NUM_INTERVALS, dtype=np.int32), (dim, 1))
-    if spec.challenge == "rugged":
-        perm = rugged_permutation(dim, seed)
     if spec.challenge == "forgetting" and reset_every <= 0:
         raise ConfigError("the forgetting challenge needs reset_every > 0 iterations")
-    identity_bounds = Challenge(
-        low=jnp.asarray(bounds.low, jnp.float32),
-        high=jnp.asarray(bounds.high, jnp.float32),
-        interval_perm=jnp.asarray(perm),
+    identity_bounds = identity_challenge(bounds).replace(
         reset_every=jnp.asarray(reset_every if spec.challenge == "forgetting" else 0, jnp.int32),
-        prior_mean=jnp.full((dim,), 0.5, jnp.float32),
-        prior_std=jnp.ones((dim,), jnp.float32),
-        use_prior=jnp.asarray(False),
     )
+    if spec.challenge == "rugged":
+        identity_bounds = identity_bounds.replace(
+            interval_perm=jnp.asarray(rugged_permutation(dim, seed))
+        )
     if spec.expert == "none":
         return identity_bounds
     if spec.expert == "high":
@@ -242,6 +189,20 @@ def make_challenge(
     return identity_bounds.replace(prior_mean=mean, prior_std=std, use_prior=jnp.asarray(True))
 
 
+def identity_challenge(bounds: Box) -> Challenge:
+    """The unit cube mapped straight onto `bounds`: no ruggedness, no prior, no forgetting."""
+    dim = bounds.dim
+    return Challenge(
+        low=jnp.asarray(bounds.low, jnp.float32),
+        high=jnp.asarray(bounds.high, jnp.float32),
+        interval_perm=jnp.asarray(np.tile(np.arange(NUM_INTERVALS, dtype=np.int32), (dim, 1))),
+        reset_every=jnp.zeros((), jnp.int32),
+        prior_mean=jnp.full((dim,), 0.5, jnp.float32),
+        prior_std=jnp.ones((dim,), jnp.float32),
+        use_prior=jnp.asarray(False),
+    )
+
+
 def apply_prior(teacher, params, challenge: Challenge):
     """The teacher's params with the challenge's expert prior, if the teacher takes one."""
     with_prior = getattr(teacher, "with_prior", None)
@@ -250,7 +211,80 @@ def apply_prior(teacher, params, challenge: Challenge):
     return with_prior(params, challenge.prior_mean, challenge.prior_std, challenge.use_prior)
 
 
-def student_due(challenge: Challenge, iteration: jax.Array) -> jax.Array:
-    """bool: the student is re-initialised after `iteration` (0-based)."""
-    period = jnp.maximum(challenge.reset_every, 1)
-    return (challenge.reset_every > 0) & ((iteration + 1) % period == 0)
+# -- the teacher wrapper ---------------------------------------------------------------------
+
+
+@struct.dataclass
+class ChallengedParams:
+    inner: Any
+    """The wrapped teacher's params (with the expert prior applied)."""
+    challenge: Challenge
+
+
+@struct.dataclass
+class ChallengedState:
+    inner: Any
+    challenge: Challenge
+
+
+@dataclass(frozen=True)
+class ChallengedTeacher:
+    """A teacher working in the unit cube, handed out through a challenge's map; see the
+    module docstring. Build it with `with_challenge`."""
+
+    inner: Any
+    """The wrapped teacher; its task space is `teacher_space(env_space)`."""
+    task_space: Box
+    """The env's task space: the first D columns of every task handed out."""
+
+    @property
+    def dim(self) -> int:
+        return self.task_space.dim
+
+    def default_params(self) -> ChallengedParams:
+        """The inner teacher's defaults under the identity challenge over the env's space."""
+        return self.params_for(identity_challenge(self.task_space))
+
+    def params_for(self, challenge: Challenge, params: Any = None) -> ChallengedParams:
+        """Params (the inner teacher's, default when None) under `challenge`, with its
+        expert prior applied where the inner teacher takes one."""
+        params = self.inner.default_params() if params is None else params
+        return ChallengedParams(apply_prior(self.inner, params, challenge), challenge)
+
+    def init(self, key: jax.Array, params: ChallengedParams) -> ChallengedState:
+        return ChallengedState(self.inner.init(key, params.inner), params.challenge)
+
+    def sample(self, state: ChallengedState, key: jax.Array, n: int):
+        """-> (state, [env task | teacher coordinates] [n, 2D], info)."""
+        inner, unit, info = self.inner.sample(state.inner, key, n)
+        tasks = jnp.concatenate([to_env(state.challenge, unit), unit], axis=-1)
+        return state.replace(inner=inner), tasks, info
+
+    def update(self, state: ChallengedState, key, tasks, feedback, rollout, step):
+        """The inner teacher's update, on its own coordinates."""
+        inner_feedback = feedback.replace(task=feedback.task[:, self.dim :])
+        inner = self.inner.update(
+            state.inner, key, tasks[:, self.dim :], inner_feedback, rollout, step
+        )
+        return state.replace(inner=inner)
+
+    def snapshot(self, state: ChallengedState) -> dict:
+        return self.inner.snapshot(state.inner)
+
+    def __getattr__(self, name: str):
+        # What the contract does not cover (presets, fit periods, `wrap_student`) is the
+        # inner teacher's.
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def with_challenge(teacher, env_space: Box) -> ChallengedTeacher:
+    """`teacher`, built on `teacher_space(env_space)`, as a teacher of the env's tasks
+    whose params carry a `Challenge` (`params_for(challenge)`)."""
+    if teacher.task_space.dim != env_space.dim:
+        raise ConfigError(
+            f"with_challenge: the teacher's task space has {teacher.task_space.dim} "
+            f"dimensions, the env's {env_space.dim}"
+        )
+    return ChallengedTeacher(teacher, env_space)

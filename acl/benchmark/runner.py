@@ -34,10 +34,10 @@ from tqdm.auto import tqdm
 
 from acl.benchmark.challenges import ChallengeSpec, make_challenge
 from acl.benchmark.report import COLUMNS
+from acl.build import build_components, challenge_data, make_train
 from acl.config import ComponentConfig, ExperimentConfig, load_yaml, parse_config
 from acl.errors import ConfigError
 from acl.results import provenance
-from acl.train import Trainer, build_components
 
 RESULT_COLUMNS = COLUMNS
 """One row per (teacher, challenge, expert, seed, evaluation): the schema the report reads."""
@@ -165,7 +165,7 @@ class _Program:
     """One teacher's compiled init and chunk, reused by every challenge of that teacher."""
 
     def __init__(self, config: ExperimentConfig):
-        self.trainer = Trainer(config, challenged=True)
+        self.trainer = make_train(config, challenged=True)
         self.keys = self.trainer.seed_keys()
         self._compiled = None
 
@@ -178,16 +178,17 @@ class _Program:
         total_iterations = trainer.num_chunks * trainer.iterations_per_chunk
         reset_every = max(1, round(period * total_iterations))
         challenge = make_challenge(trainer.env, spec, challenge_seed, reset_every)
+        data = challenge_data(trainer, challenge)
         compile_seconds = 0.0
         if self._compiled is None:
             start = time.perf_counter()
-            init = trainer.jit_init_seeds().lower(self.keys, challenge).compile()
-            carry = init(self.keys, challenge)
+            init = trainer.jit_init_seeds().lower(self.keys, data).compile()
+            carry = init(self.keys, data)
             chunk = trainer.jit_run_chunk_seeds().lower(carry).compile()
             self._compiled = (init, chunk)
             compile_seconds = time.perf_counter() - start
         init, chunk = self._compiled
-        carry = init(self.keys, challenge)
+        carry = init(self.keys, data)
         chunks = []
         for _ in range(trainer.num_chunks):
             carry, metrics = chunk(carry)
@@ -267,7 +268,7 @@ def run_suite(
     ]
     if stop_after is not None:
         todo = todo[:stop_after]
-    chunks_per_cell = Trainer(suite.teacher_config(suite.teachers[0][0]), challenged=True)
+    chunks_per_cell = make_train(suite.teacher_config(suite.teachers[0][0]), challenged=True)
     chunks_per_cell = chunks_per_cell.num_chunks
     total = sum(
         chunks_per_cell * (len(suite.students) if spec.challenge == "students" else 1)

@@ -11,6 +11,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from acl.build import run_data
 from acl.rollout import select_instances
 from acl.train import Trainer
 
@@ -99,8 +100,7 @@ def compile_training(
 
     keys = trainer.seed_keys()
     # A challenged trainer (the config's `challenge`) shares its challenge across seeds.
-    args = (keys, trainer.config_challenge()) if trainer.challenged else (keys,)
-    carry = trainer.jit_init_seeds()(*args)
+    carry = trainer.jit_init_seeds()(keys, run_data(trainer))
     first = jnp.int32(0)
     start = time.perf_counter()
     axes = trainer.carry_axes.seed

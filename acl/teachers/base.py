@@ -29,11 +29,18 @@ What a teacher needs from the run (the env, the env's return bounds, the loop mo
 student's agent) is handed over once, at construction: every registered factory takes
 `context: RunContext` besides the task space and its config keys.
 
-A teacher may also own a `guide` attribute (JSRL): an object with a jittable
-`act(obs [N, O], env_state, env_params, key) -> actions [N, ...]` in the agent's action
-space (env_state and env_params batched over the N instances). The loop then runs the
-guide for the first `SampleInfo.guide_steps` steps of each episode and the agent after.
-Without one (`getattr(teacher, "guide", None) is None`) the loop is compiled as before.
+A teacher's tasks may be wider than the env's task space (D' >= D columns): the env reads
+the first D, and the columns after them ride along with the instance. They reach the
+agent at each reset (`initial_carry(n, tasks)`, acl.agents.base) and come back in
+`Feedback.task`, so a teacher can hand out per-episode data an actor wrapper reads (JSRL's
+guide horizon) or keep its own coordinates beside the env's (`with_challenge`,
+acl.benchmark.challenges). A teacher whose tasks need such a wrapper on the student says
+so with `wrap_student(agent) -> agent`, which the composition root (acl.build) applies
+when it builds the run; the loop never asks.
+
+Per-episode data that one teacher needs (the goal an episode achieved, visited states)
+that teacher derives from `rollout`; `Feedback` and `SampleInfo` hold only what every
+teacher can use.
 """
 
 from __future__ import annotations
@@ -56,11 +63,11 @@ from acl.spaces import Box
 class Feedback:
     """One record per completed episode, in fixed-size arrays; `mask` marks real records.
 
-    Shapes: task [K, D], achieved_goal [K, G], all others [K].
+    Shapes: task [K, D'], all others [K].
     """
 
     task: jax.Array
-    """The task the episode actually ran on."""
+    """The task the episode actually ran on, as the teacher handed it out."""
     episode_return: jax.Array
     """Undiscounted return of the episode."""
     success: jax.Array
@@ -69,13 +76,6 @@ class Feedback:
     """Episode length in env steps."""
     mask: jax.Array
     """True where the record is a completed episode."""
-    achieved_goal: jax.Array | None = None
-    """[K, G] the goal the episode's final state achieved, for goal envs
-    (`envs.base.GoalTaskEnv.achieved_goal` of the last observation); None otherwise.
-    Goal generators (SVGG) fit their model of reachable goals on it."""
-    guide_steps: jax.Array | None = None
-    """[K] int32 the guide horizon h the episode ran with (JSRL: a teacher-owned guide
-    acted for its first h steps); None when no teacher has a guide."""
     handed_out: jax.Array | None = None
     """[] int32 with a task pool: how many of the sampled tasks (the first ones) resets
     took; the rest were never played. None without a pool, where `tasks` holds one task
@@ -105,13 +105,10 @@ class SampleInfo:
 
     train_on: jax.Array
     """False: the student must not learn from this instance's episodes (robust PLR)."""
-    guide_steps: jax.Array
-    """int32: the teacher's guide acts for the first h steps of the episode, the student
-    after (JSRL). Read only when the teacher owns a `guide`."""
 
 
 def default_info(n: int) -> SampleInfo:
-    return SampleInfo(train_on=jnp.ones((n,), bool), guide_steps=jnp.zeros((n,), jnp.int32))
+    return SampleInfo(train_on=jnp.ones((n,), bool))
 
 
 @dataclass(frozen=True)
@@ -141,6 +138,11 @@ class RunContext:
     num_envs: int | None = None
     """Instances per seed (`loop.num_envs`)."""
     student: StudentSpec | None = None
+    play: Any = None
+    """The run's rollout, for teachers that roll agents of their own (PAIRED's adversary
+    and antagonist): `play(env, agent, agent_state, tasks [N, D'], num_steps, reset_key,
+    rollout_key) -> (slots, Transition [T, N])`, each instance restarting on its own task
+    (acl.rollout.play). Handed over so that teachers need not import the loop."""
 
 
 def run_default(context: RunContext | None, name: str, given: Any) -> Any:

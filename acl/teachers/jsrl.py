@@ -3,18 +3,22 @@ policy acts for the first h steps of every episode and the learning policy after
 curriculum lowers h toward 0 as the learner becomes able to take over from earlier on.
 
 The teacher (registered as `jsrl`) hands out one fixed base task (`base_task`, default
-the task space's default task) and a guide horizon h per episode
-(`SampleInfo.guide_steps`). It owns the `guide`; the loop runs it for those h steps
-(`acl.rollout.collect`) and marks them in `Transition.guided`: PPO leaves them out of its
-loss (they are off-policy), DQN learns from them. The loop's test-set evaluation plays
-the learner alone.
+the task space's default task) with the episode's guide horizon h appended as one more
+task column, [n, D + 1]: the env reads the first D (acl.teachers.base), and the student's
+actor wrapper (`GuidedActor`, which `wrap_student` puts around the agent when the run is
+built) reads h at each reset and lets the guide act for the episode's first h steps. The
+wrapper's `update` narrows the batch's per-step `loss_mask` to the learner's own steps for
+on-policy agents (PPO: the guide's actions are off-policy for it; GAE still runs through
+them, and they precede the learner's steps, so its advantages do not depend on them);
+agents with `off_policy = True` (DQN) learn from the guide's steps too. Evaluation resets
+without tasks, so the test set is played by the learner alone, exactly as unwrapped.
 
 Variants (`variant`):
 - `curriculum` (the paper's JSRL): stages s = 0..n_stages with horizons
   h_s = round(H (n_stages - s) / n_stages), from the guide horizon H down to 0. A stage's
   evaluated return is the mean return of the last `window` episodes that ran with its h
   (episodes started under an earlier stage and finishing under this one do not count:
-  `Feedback.guide_steps` tells them apart). Once the window is full and that mean
+  the h column of `Feedback.task` tells them apart). Once the window is full and that mean
   reaches best - tolerance, the next stage starts with an empty window and
   best = max(best, mean). The first stage has no best yet: it advances as soon as its
   window is full, and its mean (the guide-led return) becomes the first best.
@@ -29,8 +33,9 @@ Guides (`guide`):
   `config.yaml`, as `acl.experiment.run_experiment` writes them and `experiments.evaluate`
   reads them): seed `guide_seed`'s final parameters, greedy unless
   `guide_deterministic` is false. Default H: the env's episode-length limit.
-- any object with a jittable `act(obs [N, O], env_state, env_params, key) -> [N, ...]`
-  (then `guide_horizon` is required unless an env gives its episode-length limit).
+- any object with a jittable `act(obs [N, O], key) -> actions [N, ...]` in the agent's
+  action space (then `guide_horizon` is required unless an env gives its episode-length
+  limit).
 
 Where this departs from the paper, and why:
 - The paper evaluates the combined policy in separate evaluation rollouts; here the
@@ -62,6 +67,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from acl.agents import AGENTS
 from acl.errors import ConfigError
 from acl.spaces import Box
 from acl.teachers import checks
@@ -82,9 +88,8 @@ class OracleGuide:
     epsilon: float = 0.0
     """Static: 0 traces no noise at all."""
 
-    def act(self, obs: jax.Array, env_state, env_params, key: jax.Array) -> jax.Array:
+    def act(self, obs: jax.Array, key: jax.Array) -> jax.Array:
         """obs [N, O] -> actions [N] int32."""
-        del env_state, env_params
         action = self.env.oracle_action(obs)
         if self.epsilon > 0:
             flip_key, action_key = jax.random.split(key)
@@ -109,26 +114,24 @@ class AgentGuide:
     agent_state: Any
     """One seed's agent state, numpy leaves (closed over as constants when traced)."""
     deterministic: bool = True
-    env: Any = None
-    """The env the agent was trained on (to check spaces against the learner's)."""
 
-    def act(self, obs: jax.Array, env_state, env_params, key: jax.Array) -> jax.Array:
+    def act(self, obs: jax.Array, key: jax.Array) -> jax.Array:
         """obs [N, O] -> the agent's actions [N, ...]."""
-        del env_state, env_params
         state = jax.tree.map(jnp.asarray, self.agent_state)
         carry = self.agent.initial_carry(obs.shape[0])
         action, _, _ = self.agent.act(state, obs, carry, key, self.deterministic)
         return action
 
 
-def load_agent_guide(run_dir, seed_index: int = 0, deterministic: bool = True) -> AgentGuide:
-    """The final agent of seed `seed_index` of a run directory (host side, no JIT).
+def load_agent_guide(run_dir, env, seed_index: int = 0, deterministic: bool = True) -> AgentGuide:
+    """The final agent of seed `seed_index` of a run directory (host side, no JIT), acting
+    on `env`, the learner's env.
 
-    Rebuilds the run's env and agent from its config.yaml (its teacher is not built),
-    reads agent_params.msgpack the way `experiments.evaluate` does."""
-    from acl.config import ComponentConfig, parse_config
+    Rebuilds the run's agent from its config.yaml and reads agent_params.msgpack the way
+    `experiments.evaluate` does. A saved agent whose parameter shapes differ from an agent
+    built on `env`'s spaces (another observation or action size) is refused."""
+    from acl.config import parse_config
     from acl.results import RunDir
-    from acl.train import Trainer, replace_config
 
     path = Path(run_dir)
     for name in ("config.yaml", "agent_params.msgpack"):
@@ -139,15 +142,107 @@ def load_agent_guide(run_dir, seed_index: int = 0, deterministic: bool = True) -
         raise ConfigError(
             f"teacher.guide_seed must be in [0, {config.num_seeds}) for {path}, got {seed_index}"
         )
-    trainer = Trainer(replace_config(config, teacher=ComponentConfig("fixed")))
+    agent = AGENTS.get(config.agent.name, "agent.name")(**config.agent.kwargs)
+    bind = getattr(agent, "bind", None)
+    if bind is not None:
+        bind(env, 1)
+    keys = jnp.stack([jax.random.PRNGKey(i) for i in range(config.num_seeds)])
+
+    def init(key):
+        return agent.init(key, env.observation_space(), env.action_space())
+
     # Shapes only: nothing is computed (or compiled) to read the file.
-    template = jax.eval_shape(jax.vmap(trainer.init_agent), trainer.seed_keys())
+    template = jax.eval_shape(jax.vmap(init), keys)
     states = RunDir(path).load_agent(template)
+    same = jax.tree.map(lambda a, b: np.shape(a) == np.shape(b), template, states)
+    checks.check(
+        all(jax.tree.leaves(same)),
+        "teacher.guide_run: the saved agent's parameter shapes differ from an agent on "
+        f"this run's env ({type(env).__name__}): another observation or action space",
+    )
     state = jax.tree.map(lambda x: np.asarray(x[seed_index]), states)
-    carry = trainer.agent.initial_carry(1)
+    carry = agent.initial_carry(1)
     if any(np.size(leaf) for leaf in jax.tree.leaves(carry)):
         raise ConfigError("teacher.guide_run: recurrent agents are not supported as guides")
-    return AgentGuide(trainer.agent, state, bool(deterministic), trainer.env)
+    return AgentGuide(agent, state, bool(deterministic))
+
+
+# -- the student's actor wrapper ----------------------------------------------------------
+
+
+@struct.dataclass
+class GuidedCarry:
+    inner: Any
+    """The agent's own carry."""
+    steps_left: jax.Array | None
+    """[N] int32 steps the guide still acts this episode; None: no horizon was handed out
+    (evaluation), and the agent acts alone."""
+
+
+@struct.dataclass
+class GuidedExtras:
+    inner: Any
+    """The agent's own extras."""
+    guided: jax.Array
+    """[N] bool: the guide chose the executed action."""
+
+
+@dataclass(frozen=True, eq=False)
+class GuidedActor:
+    """An agent whose first h steps of each episode are the guide's; h is the task column
+    `horizon_column` it reads at reset. See the module docstring."""
+
+    agent: Any
+    guide: Any
+    horizon_column: int
+    """The index of h in the task: the env's task dimension D."""
+    mask_guided: bool
+    """Leave the guide's steps out of the agent's loss (on-policy agents)."""
+
+    def __getattr__(self, name: str):
+        # Everything but acting and learning (bind, config, spaces) is the agent's.
+        if name == "agent":
+            raise AttributeError(name)
+        return getattr(self.agent, name)
+
+    def init(self, key: jax.Array, obs_space, action_space):
+        return self.agent.init(key, obs_space, action_space)
+
+    def env_action(self, action: jax.Array) -> jax.Array:
+        return self.agent.env_action(action)
+
+    def initial_carry(self, n: int, tasks: jax.Array | None = None) -> GuidedCarry:
+        inner = self.agent.initial_carry(n, tasks)
+        if tasks is None or tasks.shape[-1] <= self.horizon_column:
+            return GuidedCarry(inner, None)
+        return GuidedCarry(inner, jnp.round(tasks[:, self.horizon_column]).astype(jnp.int32))
+
+    def act(self, state, obs: jax.Array, carry: GuidedCarry, key: jax.Array, deterministic=False):
+        """The guide's action while `carry.steps_left` > 0, else the agent's. The agent
+        acts everywhere: its extras (PPO's value) feed GAE on the guide's steps too, and
+        its recurrent carry keeps following the observations."""
+        if carry.steps_left is None:
+            action, inner, extras = self.agent.act(state, obs, carry.inner, key, deterministic)
+            return action, GuidedCarry(inner, None), extras
+        act_key, guide_key = jax.random.split(key)
+        action, inner, extras = self.agent.act(state, obs, carry.inner, act_key, deterministic)
+        guided = carry.steps_left > 0
+        guide_action = self.guide.act(obs, guide_key).astype(action.dtype)
+        mask = guided.reshape(guided.shape + (1,) * (action.ndim - 1))
+        action = jnp.where(mask, guide_action, action)
+        steps_left = jnp.maximum(carry.steps_left - 1, 0)
+        return action, GuidedCarry(inner, steps_left), GuidedExtras(extras, guided)
+
+    def update(self, state, batch, key: jax.Array):
+        """The agent's update on its own extras; with `mask_guided`, the guide's steps
+        leave the per-step `loss_mask`."""
+        extras = batch.extras
+        if isinstance(extras, GuidedExtras):
+            loss_mask = batch.loss_mask
+            if self.mask_guided:
+                loss_mask = loss_mask & ~extras.guided
+            batch = batch.replace(extras=extras.inner, loss_mask=loss_mask)
+        return self.agent.update(state, batch, key)
 
 
 # -- the teacher ----------------------------------------------------------------------------
@@ -190,8 +285,9 @@ class JSRLTeacher:
     """Jump-Start RL's guide-horizon curriculum; see the module docstring."""
 
     task_space: Box
+    """The env's task space; tasks handed out have one more column, h."""
     guide: Any
-    """Object with a jittable act(obs, env_state, env_params, key) (static)."""
+    """Object with a jittable act(obs, key) (static)."""
     guide_horizon: int
     """H: the first stage's h, and the top of the random variant's range."""
     variant: str = "curriculum"
@@ -210,8 +306,7 @@ class JSRLTeacher:
     def __post_init__(self):
         checks.check(
             callable(getattr(self.guide, "act", None)),
-            f"teacher.guide: needs an object with act(obs, env_state, env_params, key), "
-            f"got {self.guide!r}",
+            f"teacher.guide: needs an object with act(obs, key), got {self.guide!r}",
         )
         checks.check(
             self.variant in VARIANTS,
@@ -269,14 +364,20 @@ class JSRLTeacher:
     # -- tasks -------------------------------------------------------------------------
 
     def sample(self, state: JSRLState, key: jax.Array, n: int):
-        """n copies of the base task [n, D]; info.guide_steps [n] the h of each episode."""
-        tasks = jnp.broadcast_to(state.params.base_task, (n, self.task_space.dim))
+        """n copies of the base task, each with its episode's h: [n, D + 1]."""
+        base = jnp.broadcast_to(state.params.base_task, (n, self.task_space.dim))
         if self.variant == "random":
             h = jax.random.randint(key, (n,), 0, self.guide_horizon + 1, dtype=jnp.int32)
         else:
             h = jnp.full((n,), self.horizon(state.stage), jnp.int32)
-        info = SampleInfo(train_on=jnp.ones((n,), bool), guide_steps=h)
+        tasks = jnp.concatenate([base, h[:, None].astype(jnp.float32)], axis=-1)
+        info = SampleInfo(train_on=jnp.ones((n,), bool))
         return state.replace(last_guide_steps=h.mean(dtype=jnp.float32)), tasks, info
+
+    def wrap_student(self, agent) -> GuidedActor:
+        """The student as the guide's `GuidedActor` (applied by acl.build)."""
+        mask_guided = not getattr(agent, "off_policy", False)
+        return GuidedActor(agent, self.guide, self.task_space.dim, mask_guided)
 
     # -- update ------------------------------------------------------------------------
 
@@ -285,9 +386,10 @@ class JSRLTeacher:
         curriculum then moves to the next stage if the window's mean is good enough."""
         valid = feedback.mask.astype(bool)
         episodes_seen = state.episodes_seen + valid.sum(dtype=jnp.int32)
-        if self.variant == "curriculum" and feedback.guide_steps is not None:
+        if self.variant == "curriculum":
             # An episode that began under an earlier stage says nothing about this one.
-            valid = valid & (feedback.guide_steps == self.horizon(state.stage))
+            h = feedback.task[:, self.task_space.dim]
+            valid = valid & (h == self.horizon(state.stage).astype(h.dtype))
         state = self._push(state, feedback.episode_return, valid)
         if self.variant == "curriculum":
             state = self._advance(state)
@@ -348,20 +450,6 @@ class JSRLTeacher:
         }
 
 
-def _check_guide_spaces(guide: AgentGuide, env) -> None:
-    """A saved agent must see the learner's observations and act in its action space."""
-    saved = guide.env
-    same_obs = tuple(saved.observation_space().shape) == tuple(env.observation_space().shape)
-    a, b = saved.action_space(), env.action_space()
-    same_actions = type(a) is type(b) and getattr(a, "n", None) == getattr(b, "n", None)
-    same_actions &= tuple(getattr(a, "shape", ())) == tuple(getattr(b, "shape", ()))
-    checks.check(
-        same_obs and same_actions,
-        "teacher.guide_run: the saved agent's observation or action space differs from "
-        f"the env's ({type(saved).__name__} vs {type(env).__name__})",
-    )
-
-
 def make_jsrl(
     task_space: Box,
     context: RunContext | None = None,
@@ -402,9 +490,8 @@ def make_jsrl(
             checks.check(
                 guide_run is not None, "teacher.guide_run: the saved guide needs a run dir"
             )
-            guide = load_agent_guide(guide_run, int(guide_seed), guide_deterministic)
-            if env is not None:
-                _check_guide_spaces(guide, env)
+            checks.check(env is not None, "teacher.guide_run: the saved guide needs the env")
+            guide = load_agent_guide(guide_run, env, int(guide_seed), guide_deterministic)
         else:
             raise ConfigError(
                 f"teacher.guide must be oracle or saved (or a guide object), got {guide!r}"
@@ -449,6 +536,9 @@ TEACHERS.register("jsrl")(make_jsrl)
 
 __all__ = [
     "AgentGuide",
+    "GuidedActor",
+    "GuidedCarry",
+    "GuidedExtras",
     "JSRLParams",
     "JSRLState",
     "JSRLTeacher",

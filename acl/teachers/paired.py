@@ -8,15 +8,16 @@ loop's agent is the protagonist.
 - Adversary: an agent (`adversary_agent`, "recurrent_ppo" by default: dcd's adversary
   is an LSTM policy) acting in the maze editor (envs/maze_editor.py): goal, then agent,
   then `num_wall_steps` walls, observing the full map, the time step and a noise
-  vector. `sample(state, key, n)` rolls n editor episodes (one `acl.rollout.collect` of
-  the editor's fixed episode length over the n instances), hands out the finished
+  vector; the env gives its editor (`env.level_editor(...)`, envs.maze). `sample(state,
+  key, n)` rolls n editor episodes (the run's rollout, `RunContext.play`, for the
+  editor's fixed episode length over the n instances), hands out the finished
   levels as tasks (`env.params_to_task`) and keeps the adversary's trajectory [E, n]
   in the state for its update.
 - Antagonist: an agent of the protagonist's kind and kwargs when the loop passes them
   (`student_agent`, `student_kwargs`), otherwise `antagonist_agent` / `antagonist_kwargs`
   ("ppo", PPO's defaults). In `update` it plays the same levels for the same number of
-  steps as the protagonist's rollout (`start_slots` + `collect`, batch mode: instance i
-  plays tasks[i] throughout) and takes its own agent update on that batch.
+  steps as the protagonist's rollout (`RunContext.play`, batch mode: instance i plays
+  tasks[i] throughout) and takes its own agent update on that batch.
 - Regret per level (`regret`): max antagonist episode return - mean protagonist episode
   return on the level, clipped at 0 (`clip_regret`, True by default, as in most
   codebases). It is the adversary's reward at the last editor step (the only non-zero
@@ -63,7 +64,6 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from acl import rollout as shared_rollout  # a module: acl.rollout imports acl.teachers
 from acl.agents import AGENTS
 from acl.agents.common import Transition
 from acl.config import check_kwargs
@@ -77,8 +77,6 @@ from acl.teachers.base import (
     require_batch_mode,
     run_default,
 )
-from envs.maze import Maze, shortest_path_length
-from envs.maze_editor import DEFAULT_NOISE_DIM, DEFAULT_WALL_STEPS, MazeEditor
 
 ADVERSARY_DEFAULTS: dict[str, Any] = {
     "learning_rate": 1e-4,
@@ -160,12 +158,14 @@ def regret(
 
 @dataclass(frozen=True, eq=False)
 class _EditorRollout:
-    """The editor through `acl.rollout`'s env interface. Its episodes have a fixed length
-    that `sample` rolls exactly, so it reports no episode end: `collect` then never resets
-    an instance, and the finished levels stay in the returned slots. `sample` marks the
-    end in the batch instead."""
+    """The editor through the rollout's env interface. Its episodes have a fixed length
+    that `sample` rolls exactly, so it reports no episode end: the rollout then never
+    resets an instance, and the finished levels stay in the returned slots. `sample`
+    marks the end in the batch instead."""
 
-    editor: MazeEditor
+    editor: Any
+    task_space = Box(low=(0.0,), high=(1.0,), field_name="editor task")
+    """A placeholder task per instance: every editor episode starts from the empty map."""
 
     def params_for_tasks(self, tasks: jax.Array):
         del tasks  # one leafless params pytree serves every instance
@@ -228,8 +228,13 @@ class PAIREDTeacher:
     """PAIRED's adversary and antagonist; see the module docstring."""
 
     task_space: Box
-    env: Maze
-    editor: MazeEditor
+    env: Any
+    """The maze the students play (`envs.maze.Maze`)."""
+    editor: Any
+    """Its level editor (`env.level_editor`)."""
+    play: Any
+    """The run's rollout: `play(env, agent, agent_state, tasks, num_steps, reset_key,
+    rollout_key) -> (slots, Transition [T, N])` (acl.rollout.play)."""
     adversary: Any
     """The adversary agent (acts in `editor`)."""
     antagonist: Any
@@ -280,13 +285,15 @@ class PAIREDTeacher:
     def _build(self, adversary_state, key: jax.Array, n: int):
         """n editor episodes: (levels as tasks [n, D], adversary Transition [E, n])."""
         reset_key, roll_key = jax.random.split(key)
-        editor = self._editor_env
-        slots = shared_rollout.start_slots(
-            editor, self.adversary, reset_key, jnp.zeros((n, 1)), jnp.ones((n,), bool)
-        )
         steps = self.editor.max_episode_steps
-        slots, batch, _ = shared_rollout.collect(
-            editor, self.adversary, adversary_state, slots, roll_key, None, None, steps
+        slots, batch = self.play(
+            self._editor_env,
+            self.adversary,
+            adversary_state,
+            jnp.zeros((n, 1)),
+            steps,
+            reset_key,
+            roll_key,
         )
         # The editor's last step is a real end (the editor itself reports it terminated).
         last = jnp.arange(steps)[:, None] == steps - 1
@@ -323,11 +330,8 @@ class PAIREDTeacher:
             )
         num_steps = rollout.reward.shape[0]
         key, reset_key, roll_key, ant_key, adv_key = jax.random.split(state.key, 5)
-        slots = shared_rollout.start_slots(
-            self.env, self.antagonist, reset_key, tasks, jnp.ones((n,), bool)
-        )
-        _, ant_batch, _ = shared_rollout.collect(
-            self.env, self.antagonist, state.antagonist, slots, roll_key, None, None, num_steps
+        _, ant_batch = self.play(
+            self.env, self.antagonist, state.antagonist, tasks, num_steps, reset_key, roll_key
         )
         protagonist = episode_returns(rollout.reward, rollout.done)
         antagonist = episode_returns(ant_batch.reward, ant_batch.done)
@@ -356,7 +360,7 @@ class PAIREDTeacher:
         """The last update's regret and returns; the first `snapshot_levels` levels of the
         last batch ([L, D] tasks) and statistics of the whole batch."""
         params = jax.vmap(self.env.task_to_params)(state.levels)
-        path = jax.vmap(shortest_path_length)(params)
+        path = jax.vmap(self.env.shortest_path_length)(params)
         solvable = path >= 0
         count = max(state.levels.shape[0], 1)  # static
         return {
@@ -447,21 +451,24 @@ def make_paired(
     adversary_kwargs: dict | None = None,
     antagonist_agent: Any = None,
     antagonist_kwargs: dict | None = None,
-    num_wall_steps: int = DEFAULT_WALL_STEPS,
-    noise_dim: int = DEFAULT_NOISE_DIM,
+    num_wall_steps: int | None = None,
+    noise_dim: int | None = None,
     clip_regret: bool = True,
     snapshot_levels: int = 4,
     num_envs: int | None = None,
     student_agent: str | None = None,
     student_kwargs: dict | None = None,
+    play=None,
 ) -> PAIREDTeacher:
     """PAIREDTeacher from config keys (module docstring). A run's `context` gives the
     env, the instance count (`num_envs`, which a config may repeat but not change) and the
     protagonist (`student_agent` / `student_kwargs`: its agent name and kwargs,
-    `total_updates` included), unless given. `adversary_agent` and `antagonist_agent` name
-    registered agents (acl.agents.AGENTS) or are agent objects (then without kwargs)."""
+    `total_updates` included), and the rollout (`play`), unless given. `adversary_agent`
+    and `antagonist_agent` name registered agents (acl.agents.AGENTS) or are agent objects
+    (then without kwargs). `num_wall_steps` and `noise_dim` default to the editor's."""
     require_batch_mode(context, "paired")
     env = run_default(context, "env", env)
+    play = run_default(context, "play", play)
     if context is not None:
         if context.num_envs is not None:
             if num_envs is not None and num_envs != context.num_envs:
@@ -473,9 +480,12 @@ def make_paired(
         if context.student is not None and student_agent is None:
             student_agent = context.student.agent
             student_kwargs = dict(context.student.kwargs)
-    if not isinstance(env, Maze):
+    if not callable(getattr(env, "level_editor", None)):
         got = "no env" if env is None else type(env).__name__
-        raise ConfigError(f"teacher paired builds maze levels: it needs env maze, got {got}")
+        raise ConfigError(
+            f"teacher paired builds maze levels: it needs env maze (an env with a "
+            f"level_editor), got {got}"
+        )
     if task_space.dim != env.task_dim:
         raise ConfigError(
             f"teacher paired: the task space has {task_space.dim} dimensions, the maze's "
@@ -492,7 +502,7 @@ def make_paired(
         raise ConfigError(f"teacher.num_envs must be a positive integer, got {num_envs!r}")
     if student_kwargs is not None and not isinstance(student_kwargs, dict):
         raise ConfigError(f"teacher.student_kwargs must be a mapping, got {student_kwargs!r}")
-    editor = MazeEditor(env, num_wall_steps=num_wall_steps, noise_dim=noise_dim)
+    editor = env.level_editor(num_wall_steps=num_wall_steps, noise_dim=noise_dim)
     total_updates = (student_kwargs or {}).get("total_updates")
     if antagonist_agent is None:
         # Same kind and settings as the protagonist when the loop says what that is.
@@ -513,10 +523,16 @@ def make_paired(
         total_updates,
         ADVERSARY_DEFAULTS,
     )
+    if play is None:
+        raise ConfigError(
+            "teacher paired rolls out its own learners: it needs the run's rollout "
+            "(RunContext.play, or play=acl.rollout.play outside a run)"
+        )
     return PAIREDTeacher(
         task_space=task_space,
         env=env,
         editor=editor,
+        play=play,
         adversary=adversary,
         antagonist=antagonist,
         clip_regret=clip_regret,

@@ -50,7 +50,9 @@ Replay weights (per filled buffer entry; empty slots weigh 0):
 
 Scores, from the rollout [T, N] and the agent's value estimates `extras.value`
 (JaxUED's definitions, from minimax):
-    GAE with the teacher's `gamma` and `gae_lambda` (JaxUED's bootstrapping: the value of
+    GAE with the student's own gamma, GAE lambda and reward scale, which the agent records
+    in its extras (`extras.value_spec`, acl.agents.common.ValueSpec; traced, so a sweep
+    over the agent's gamma moves the scores too) (JaxUED's bootstrapping: the value of
     the next step's observation, cut at every episode end, truncation included); the
     rollout holds no value of the state after its last step, so the last step bootstraps
     from its own value. That reaches only the unfinished tail, which the scores ignore;
@@ -61,8 +63,8 @@ Scores, from the rollout [T, N] and the agent's value estimates `extras.value`
         finished episodes and, for a level already in the buffer, its stored best).
 A level with no finished episode in the rollout (never the case in the loop, whose
 batch rollouts are at least one episode long) counts its whole rollout as one episode.
-Rewards are multiplied by `reward_scale` first: set it to the agent's PPO reward_scale
-so they are in the value's units.
+Rewards are multiplied by the agent's reward scale first, so they are in the value's
+units.
 
 Departures from JaxUED, and why: JaxUED drops a level with no finished episode (score
 -inf); here such a level is scored on its partial episode (scores stay finite, which
@@ -71,7 +73,8 @@ the run directory's records need). A duplicate of a buffer level keeps its best 
 
 Defaults are the literature's maze settings (JaxUED's maze_plr): buffer 4000, replay
 probability 0.8, staleness 0.3, rank with temperature 0.3, minimum fill 0.5, "maxmc",
-gamma 0.995, lambda 0.98, duplicate check on; ACCEL 5 edits.
+duplicate check on; ACCEL 5 edits. JaxUED's student uses gamma 0.995 and lambda 0.98,
+which the maze configs give the agent (experiments/configs/maze_*.yaml).
 
 Everything is fixed-size and jittable; under a vmap over seeds each seed decides its
 own batch kind (the branches become selects, all cheap).
@@ -226,15 +229,24 @@ def episode_means(done: jax.Array, per_step: jax.Array, rewards: jax.Array):
     return mean, jnp.where(finished, best, ret)
 
 
-def level_stats(rollout: Transition, gamma, gae_lambda, reward_scale=1.0) -> LevelStats:
+def level_stats(rollout: Transition, gamma=None, gae_lambda=None, reward_scale=None) -> LevelStats:
     """Scores' ingredients from a rollout [T, N] with `extras.value` [T, N] (module
-    docstring)."""
+    docstring). gamma, gae_lambda and reward_scale default to the student's own
+    (`extras.value_spec`)."""
     values = getattr(rollout.extras, "value", None)
-    if values is None:
+    spec = getattr(rollout.extras, "value_spec", None)
+    given = all(x is not None for x in (gamma, gae_lambda, reward_scale))
+    if values is None or (spec is None and not given):
         raise ConfigError(
-            "teacher: PLR scores levels by the agent's value estimates, but the rollout's "
-            "extras carry no `value` (use an actor-critic agent such as ppo)"
+            "teacher: PLR scores levels by the agent's value estimates and its gamma, GAE "
+            "lambda and reward scale, but the rollout's extras carry no `value` and "
+            "`value_spec` (use an actor-critic agent such as ppo)"
         )
+    if spec is not None:
+        # The same for every step and instance: the student's scalars.
+        gamma = spec.gamma[0, 0] if gamma is None else gamma
+        gae_lambda = spec.gae_lambda[0, 0] if gae_lambda is None else gae_lambda
+        reward_scale = spec.reward_scale[0, 0] if reward_scale is None else reward_scale
     rewards = rollout.reward * reward_scale
     # JaxUED's GAE: the next value is the next step's (masked at episode ends).
     next_values = jnp.concatenate([values[1:], values[-1:]])
@@ -261,10 +273,6 @@ class PLRParams:
     """No replay until this share of the buffer is filled."""
     topk_k: jax.Array
     """int32 k of topk prioritisation."""
-    gamma: jax.Array
-    gae_lambda: jax.Array
-    reward_scale: jax.Array
-    """Rewards are multiplied by this before scoring (the agent's reward_scale)."""
     num_walls: jax.Array
     """int32 walls of each generated level."""
 
@@ -336,9 +344,6 @@ class PLRTeacher:
     minimum_fill_ratio: float = 0.5
     """JaxUED's maze default: replay once half the buffer is filled."""
     topk_k: int = 4
-    gamma: float = 0.995
-    gae_lambda: float = 0.98
-    reward_scale: float = 1.0
     num_walls: int | None = None
     """Walls of each generated level; None: the env's own `num_walls` (the maze's 25)."""
 
@@ -380,12 +385,8 @@ class PLRTeacher:
             isinstance(self.temperature, (int, float)) and self.temperature > 0,
             f"teacher.temperature must be > 0, got {self.temperature!r}",
         )
-        for key in ("replay_prob", "staleness_coeff", "minimum_fill_ratio", "gamma", "gae_lambda"):
+        for key in ("replay_prob", "staleness_coeff", "minimum_fill_ratio"):
             unit(getattr(self, key), key)
-        checks.check(
-            isinstance(self.reward_scale, (int, float)) and self.reward_scale > 0,
-            f"teacher.reward_scale must be > 0, got {self.reward_scale!r}",
-        )
 
     @property
     def name(self) -> str:
@@ -399,9 +400,6 @@ class PLRTeacher:
             temperature=f(self.temperature),
             minimum_fill_ratio=f(self.minimum_fill_ratio),
             topk_k=jnp.int32(self.topk_k),
-            gamma=f(self.gamma),
-            gae_lambda=f(self.gae_lambda),
-            reward_scale=f(self.reward_scale),
             num_walls=jnp.int32(self.num_walls),
         )
 
@@ -515,9 +513,7 @@ class PLRTeacher:
                 f"teacher {self.name!r} scores levels from the rollout: call "
                 "update with the batch's rollout (the loop does, in loop.mode: batch)"
             )
-        p = state.params
-        stats = level_stats(rollout, p.gamma, p.gae_lambda, p.reward_scale)
-        return self.record(state, tasks, stats)
+        return self.record(state, tasks, level_stats(rollout))
 
     def record(self, state: PLRState, tasks: jax.Array, stats: LevelStats) -> PLRState:
         """Writes the scores of levels tasks [N, D] (`stats` [N]) into the buffer, one

@@ -18,8 +18,9 @@ The method, all inside the teacher state and jittable:
    `predictor_steps` Adam steps on minibatches of `predictor_batch` records drawn
    uniformly from the buffer. Parameters and Adam state live in the teacher state.
 3. Validity model p_valid(g): a model of the goals the agent can reach, fitted on the
-   achieved goals of finished episodes (`Feedback.achieved_goal`, the goal the last
-   observation reached), kept in a ring buffer of the `validity_buffer` most recent.
+   achieved goals of finished episodes (the goal the last observation reached: the env's
+   `achieved_goal` of the rollout's `next_obs` where an episode ended), kept in a ring
+   buffer of the `validity_buffer` most recent.
 4. Target: log p_goals(g) = T * log Beta(D_phi(g); alpha, beta) + log p_valid(g), the
    paper's p_goals proportional to Beta(D_phi(g); alpha, beta)^T * p_valid(g). The Beta
    term puts the particles where the predicted success is intermediate; (alpha, beta)
@@ -61,9 +62,9 @@ Where this departs from the paper, and why:
   to where the agent has been most often (near the start). With an empty buffer,
   log p_valid = 0. The bandwidth is isotropic and smooths across thin walls: walls
   show up through D_phi (goals behind a wall fail), not through p_valid.
-- Feedback without achieved goals (`achieved_goal` None: not a goal env, or a
-  hand-built record): the goals of *successful* episodes stand in, since a success
-  reached its goal.
+- An update without a rollout (`rollout` None: a hand-built record): the goals of
+  *successful* episodes stand in for the achieved goals, since a success reached its
+  goal.
 - Particle initialisation (the paper's choice was not checked here): around the goal
   the start already achieves (the achieved goal of the base task's reset
   observation), plus Gaussian noise of `init_std` times the goal box's width, clipped
@@ -558,12 +559,12 @@ class SVGGTeacher:
     ) -> SVGGState:
         """Buffers take the valid records; every `update_every` updates the validity
         model is refitted, D_phi trained and the particles moved (`fit`)."""
-        state = self.record(state, feedback)
+        state = self.record(state, feedback, rollout)
         # The predicate depends on `step` only, the same for every seed: a real branch.
         due = jnp.asarray(step) % self.update_every == 0
         return jax.lax.cond(due, self.fit, lambda s, _: s, state, step)
 
-    def record(self, state: SVGGState, feedback: Feedback) -> SVGGState:
+    def record(self, state: SVGGState, feedback: Feedback, rollout=None) -> SVGGState:
         """The valid records join the buffers: (attempted goal, success) for D_phi, the
         achieved goals (or, without them, the goals of successful episodes) for
         p_valid."""
@@ -580,12 +581,15 @@ class SVGGTeacher:
             success.astype(jnp.float32),
             mask,
         )
-        if feedback.achieved_goal is None:
+        if rollout is None:
             # No achieved goals: a successful episode reached its goal.
             reached, reached_mask = attempted, success
         else:
-            reached = jnp.asarray(feedback.achieved_goal, jnp.float32)
-            reached_mask = mask
+            # Read from the rollout, in its (step, instance) order, so they need not line
+            # up with compacted feedback records.
+            next_obs = rollout.next_obs.reshape((-1,) + rollout.next_obs.shape[2:])
+            reached = jnp.asarray(self.env.achieved_goal(next_obs), jnp.float32)
+            reached_mask = rollout.done.reshape(-1).astype(bool)
         achieved, achieved_head, achieved_count = ring_write(
             state.achieved, state.achieved_head, state.achieved_count, reached, reached_mask
         )
