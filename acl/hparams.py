@@ -95,9 +95,11 @@ class HParam:
         """What a valid value is, as the end of "teacher.<key> must be ..."."""
         bounds = self.bounds()
         within = f"in {bounds}" if bounds.startswith(("[", "(")) else bounds
-        if self.kind in ("float", "int"):
-            text = "a number" if self.kind == "float" else "an integer"
-            text = f"{text} {within}" if within else text
+        if self.kind == "float":
+            # "in [0, 1]", not "a number in [0, 1]": the wording the other checks use.
+            text = within or "a number"
+        elif self.kind == "int":
+            text = f"an integer {within}" if within else "an integer"
         elif self.kind == "bool":
             text = "true or false"
         elif self.kind == "choice":
