@@ -7,7 +7,6 @@ one-line `ConfigError` naming the field.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 import yaml
 
 from acl.errors import ConfigError
+from acl.hparams import check_keys, unknown_key
 
 
 @dataclass(frozen=True)
@@ -207,12 +207,6 @@ def _component_flatten(d: dict) -> dict:
     return d
 
 
-def _unknown(field_name: str, key: str, allowed) -> ConfigError:
-    close = difflib.get_close_matches(key, sorted(allowed), n=2, cutoff=0.5)
-    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    return ConfigError(f"{field_name}: unknown config key '{key}'{hint}")
-
-
 def load_yaml(path: str | Path) -> dict:
     path = Path(path)
     try:
@@ -257,7 +251,7 @@ def _section(cls, data: Any, field_name: str):
     names = {f.name: f for f in dataclasses.fields(cls)}
     for key in data:
         if key not in names:
-            raise _unknown(field_name, key, names)
+            raise unknown_key(field_name, key, names)
     values = {}
     for key, value in data.items():
         default = names[key].default
@@ -310,7 +304,7 @@ def parse_config(data: dict) -> ExperimentConfig:
     data = {k: v for k, v in data.items() if k != _PRESETS}
     for key in data:
         if key not in top:
-            raise _unknown("config", key, top)
+            raise unknown_key("config", key, top)
     defaults = ExperimentConfig()
     kwargs: dict[str, Any] = {}
     for key in ("name", "seed", "num_seeds"):
@@ -448,7 +442,4 @@ def config_keys(factory, skip: tuple[str, ...] = ()) -> set[str]:
 
 def check_kwargs(factory, kwargs: dict, field_name: str, skip: tuple[str, ...] = ()) -> None:
     """Raise ConfigError for keys the factory does not accept."""
-    allowed = config_keys(factory, skip)
-    for key in kwargs:
-        if key not in allowed:
-            raise _unknown(field_name, key, allowed)
+    check_keys(kwargs, config_keys(factory, skip), field_name)

@@ -175,7 +175,7 @@ def test_conforms_to_harness():
 def test_factory_presets_and_errors():
     space = Box((0.0, 0.0), (1.0, 1.0))
     t = TEACHERS.get("alp_gmm")(task_space=space, preset="teachdeeprl")
-    assert (t.fit_rate, t.k_min, t.k_max, t.random_task_ratio, t.criterion, t.num_inits) == (
+    assert (t.fit_rate, t.k_min, t.k_max, t.hyper.random_task_ratio, t.criterion, t.num_inits) == (
         250,
         2,
         10,
@@ -185,7 +185,7 @@ def test_factory_presets_and_errors():
     )
     assert t.fit_every == 250
     t = make_alp_gmm(space)
-    assert (t.fit_rate, t.k_max, t.random_task_ratio) == (150, 9, 0.05)
+    assert (t.fit_rate, t.k_max, t.hyper.random_task_ratio) == (150, 9, 0.05)
     assert {"preset", "return_bounds", "fit_every", "reg_covar", "initial_mean"} <= (
         make_alp_gmm.config_keys
     )
@@ -198,7 +198,7 @@ def test_factory_presets_and_errors():
     with pytest.raises(ConfigError, match="teacher.em_tol"):
         make_alp_gmm(space, em_tol=-1e-3)
     assert make_alp_gmm(space).em_tol == 1e-3 and "em_tol" in make_alp_gmm.config_keys
-    with pytest.raises(ConfigError, match="teacher.bogus"):
+    with pytest.raises(ConfigError, match="unknown config key 'bogus'"):
         make_alp_gmm(space, bogus=1)
 
 

@@ -32,7 +32,7 @@ def test_conforms_to_harness():
 
 def test_presets_and_errors():
     t = TEACHERS.get("covar_gmm")(task_space=UNIT, preset="teachdeeprl")
-    assert (t.fit_rate, t.k_min, t.k_max, t.random_task_ratio, t.criterion) == (
+    assert (t.fit_rate, t.k_min, t.k_max, t.hyper.random_task_ratio, t.criterion) == (
         250,
         2,
         10,
@@ -40,7 +40,7 @@ def test_presets_and_errors():
         "aic",
     )
     t = make_covar_gmm(UNIT)
-    assert (t.k_min, t.k_max, t.random_task_ratio) == (2, 14, 0.1)
+    assert (t.k_min, t.k_max, t.hyper.random_task_ratio) == (2, 14, 0.1)
     assert {"preset", "return_bounds", "absolute_lp"} <= make_covar_gmm.config_keys
     with pytest.raises(ConfigError, match="teacher.preset"):
         make_covar_gmm(UNIT, preset="nope")
@@ -113,7 +113,10 @@ def test_fit_matches_the_reference_logic():
     (task, relative time, reward), same EM settings, same mixture and learning progress."""
     d = 3
     teacher = make_covar_gmm(Box((0.0,) * d, (1.0,) * d), preset="teachdeeprl")
-    assert (teacher.fit_rate, teacher.random_task_ratio) == (ref.FIT_RATE, ref.RANDOM_TASK_RATIO)
+    assert (teacher.fit_rate, teacher.hyper.random_task_ratio) == (
+        ref.FIT_RATE,
+        ref.RANDOM_TASK_RATIO,
+    )
     assert tuple(range(teacher.k_min, teacher.k_max + 1)) == ref.POTENTIAL_KS
     tasks, rewards = toy_bandit_history(d, 2 * ref.FIT_RATE)
     state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
@@ -135,7 +138,7 @@ def test_fit_matches_the_reference_logic():
     w0, m0, c0 = hard_cluster_mixture(points, labels, sk.reg_covar)
     mask = np.ones(len(ours), bool)
     w, m, c, _, n_iter = ours_from_init(
-        ours, mask, w0, m0, c0, teacher.em_iterations, teacher.reg_covar, teacher.em_tol
+        ours, mask, w0, m0, c0, teacher.em_iterations, teacher.hyper.reg_covar, teacher.em_tol
     )
     gm = sklearn_from_init(points, w0, m0, c0, sk.max_iter, sk.reg_covar, sk.tol)
     assert int(n_iter) == gm.n_iter_

@@ -425,7 +425,7 @@ def test_uniform_start_keeps_the_goal_and_lands_on_free_cells():
         (dict(env=MAZE, r_min=0.5, r_max=0.2), "r_min"),
         (dict(env=MAZE, n_new=0), "n_new"),
         (dict(env=MAZE, preset="nope"), "preset"),
-        (dict(env=MAZE, horizon=3), "unknown reverse option"),
+        (dict(env=MAZE, horizon=3), "unknown config key 'horizon'"),
         (dict(env=MAZE, base_task=(0.5, 0.5)), "base_task"),
     ],
 )

@@ -41,10 +41,11 @@ import optax
 from flax import struct
 from gymnax.environments import spaces
 
+from acl import hparams
 from acl.agents.base import AGENTS
 from acl.agents.common import Transition
 from acl.agents.episodes import run_episodes
-from acl.agents.her import HERBatch, check_strategy, relabel_probability, sample_her
+from acl.agents.her import STRATEGIES, HERBatch, relabel_probability, sample_her
 from acl.agents.networks import MLP
 from acl.agents.replay import (
     EpisodeBuffer,
@@ -55,54 +56,73 @@ from acl.agents.replay import (
     staging_init,
 )
 from acl.errors import ConfigError
+from acl.hparams import hparam
 
 
 @struct.dataclass
 class DQNHyperparams:
     """Numeric hyperparameters; pytree leaves, so a sweep is a vmap."""
 
-    learning_rate: float = 1e-3
-    """Adam step size (HER: 1e-3)."""
-    gamma: float = 0.98
-    """Discount factor (HER: 0.98)."""
-    tau: float = 0.95
-    """Share of the old target kept at each target update (HER's Polyak 0.95; 0: hard copy)."""
-    epsilon_start: float = 1.0
-    """Exploration rate at the first env step."""
-    epsilon_end: float = 0.05
-    """Exploration rate after `epsilon_decay_steps` env steps."""
-    epsilon_decay_steps: float = 10_000.0
-    """Env steps (of this agent, all instances) over which epsilon decays linearly."""
-    her_k: float = 4.0
-    """HER relabels a sampled transition with probability k / (k + 1) (HER: k = 4)."""
-    huber_delta: float = 1.0
-    """Huber loss threshold on the TD error."""
-    max_grad_norm: float = 10.0
-    """Global gradient-norm clip."""
+    learning_rate: float = hparam(1e-3, doc="Adam step size (HER: 1e-3).")
+    gamma: float = hparam(0.98, low=0.0, high=1.0, doc="Discount factor (HER: 0.98).")
+    tau: float = hparam(
+        0.95,
+        low=0.0,
+        high=1.0,
+        doc="Share of the old target kept at each target update (HER's Polyak 0.95; 0: hard copy).",
+    )
+    epsilon_start: float = hparam(
+        1.0, low=0.0, high=1.0, doc="Exploration rate at the first env step."
+    )
+    epsilon_end: float = hparam(
+        0.05, low=0.0, high=1.0, doc="Exploration rate after epsilon_decay_steps env steps."
+    )
+    epsilon_decay_steps: float = hparam(
+        10_000.0,
+        low=0.0,
+        doc="Env steps (of this agent, all instances) over which epsilon decays linearly.",
+    )
+    her_k: float = hparam(
+        4.0,
+        low=0.0,
+        doc="HER relabels a sampled transition with probability k / (k + 1) (HER: k = 4).",
+    )
+    huber_delta: float = hparam(
+        1.0, low=0.0, low_open=True, doc="Huber loss threshold on the TD error."
+    )
+    max_grad_norm: float = hparam(10.0, low=0.0, low_open=True, doc="Global gradient-norm clip.")
 
 
 @dataclass(frozen=True)
 class DQNConfig:
     """Shape-setting and structural options (static)."""
 
-    hidden_sizes: tuple[int, ...] = (256,)
-    """Hidden layer widths of the Q-network (HER bit flipping: one layer of 256)."""
-    activation: str = "relu"
-    """Hidden activation: relu or tanh."""
-    batch_size: int = 128
-    """Transitions per gradient step (HER: 128)."""
-    gradient_steps: int = 40
-    """Gradient steps per `update` call, i.e. per [T, N] rollout (HER: 40 per cycle)."""
-    target_update_every: int = 40
-    """Gradient steps between target-network updates."""
-    buffer_capacity: int = 10_000
-    """Episodes the replay buffer holds (a ring; the oldest is overwritten)."""
-    learning_starts: int = 1
-    """Episodes in the buffer before gradient steps begin."""
-    her_strategy: str = "future"
-    """Goal relabelling: future, final, episode, or none (plain DQN)."""
-    double_q: bool = True
-    """Double Q-learning targets (else the target net's max)."""
+    hidden_sizes: tuple[int, ...] = hparam(
+        (256,),
+        low=1,
+        min_size=1,
+        doc="Hidden layer widths of the Q-network (HER bit flipping: one layer of 256).",
+    )
+    activation: str = hparam("relu", choices=("relu", "tanh"), doc="Hidden activation.")
+    batch_size: int = hparam(128, low=1, doc="Transitions per gradient step (HER: 128).")
+    gradient_steps: int = hparam(
+        40,
+        low=1,
+        doc="Gradient steps per update call, i.e. per [T, N] rollout (HER: 40 per cycle).",
+    )
+    target_update_every: int = hparam(
+        40, low=1, doc="Gradient steps between target-network updates."
+    )
+    buffer_capacity: int = hparam(
+        10_000, low=1, doc="Episodes the replay buffer holds (a ring; the oldest is overwritten)."
+    )
+    learning_starts: int = hparam(
+        1, low=0, doc="Episodes in the buffer before gradient steps begin."
+    )
+    her_strategy: str = hparam(
+        "future", choices=STRATEGIES, doc="Goal relabelling (none: plain DQN)."
+    )
+    double_q: bool = hparam(True, doc="Double Q-learning targets (else the target net's max).")
 
 
 @struct.dataclass
@@ -129,9 +149,8 @@ class DQN:
     """Q-learning learns from steps another policy chose (a JSRL guide's) as well."""
 
     def __init__(self, config: DQNConfig = DQNConfig(), hyper: DQNHyperparams = DQNHyperparams()):
-        _check_config(config)
-        self.config = config
-        self.hyper = hyper
+        self.config = hparams.validated(config, "agent")
+        self.hyper = hparams.validated(hyper, "agent")
         self.env = None
         self.num_envs: int | None = None
         self.network: MLP | None = None
@@ -301,50 +320,13 @@ def greedy_success_rate(
     return env.is_success(returns).mean()
 
 
-def _check_config(c: DQNConfig) -> None:
-    for name in ("batch_size", "gradient_steps", "target_update_every", "buffer_capacity"):
-        value = getattr(c, name)
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ConfigError(f"agent.{name} must be a positive integer, got {value!r}")
-    if isinstance(c.learning_starts, bool) or not isinstance(c.learning_starts, int):
-        raise ConfigError(f"agent.learning_starts must be an integer, got {c.learning_starts!r}")
-    if c.learning_starts < 0:
-        raise ConfigError(f"agent.learning_starts must be >= 0, got {c.learning_starts}")
-    if c.activation not in ("relu", "tanh"):
-        raise ConfigError(f"agent.activation must be relu or tanh, got {c.activation!r}")
-    if not isinstance(c.double_q, bool):
-        raise ConfigError(f"agent.double_q: expected true/false, got {c.double_q!r}")
-    if not c.hidden_sizes or any(int(s) <= 0 for s in c.hidden_sizes):
-        raise ConfigError(f"agent.hidden_sizes must be positive widths, got {c.hidden_sizes!r}")
-    check_strategy(c.her_strategy)
-
-
 def make_dqn(**kwargs) -> DQN:
     """Build DQN from flat config keys: DQNConfig fields and DQNHyperparams fields.
 
     `total_updates`, which the loop passes to every agent, is not used."""
     kwargs.pop("total_updates", None)
-    config_fields = set(DQNConfig.__dataclass_fields__)
-    hyper_fields = set(DQNHyperparams.__dataclass_fields__)
-    config = {k: v for k, v in kwargs.items() if k in config_fields}
-    hyper = {}
-    for k, v in kwargs.items():
-        if k in hyper_fields:
-            if isinstance(v, bool) or not isinstance(v, int | float):
-                raise ConfigError(f"agent.{k} must be a number, got {v!r}")
-            hyper[k] = float(v)
-    unknown = set(kwargs) - config_fields - hyper_fields
-    if unknown:
-        raise ConfigError(f"agent dqn: unknown config keys {sorted(unknown)}")
-    if "hidden_sizes" in config:
-        sizes = config["hidden_sizes"]
-        if isinstance(sizes, int):
-            sizes = [sizes]
-        config["hidden_sizes"] = tuple(int(s) for s in sizes)
+    config, hyper = hparams.split(kwargs, DQNConfig, DQNHyperparams, field_name="agent")
     return DQN(DQNConfig(**config), DQNHyperparams(**hyper))
 
 
-make_dqn.config_keys = frozenset(DQNConfig.__dataclass_fields__) | frozenset(
-    DQNHyperparams.__dataclass_fields__
-)
-AGENTS.register("dqn")(make_dqn)
+AGENTS.register("dqn")(hparams.declare(make_dqn, DQNConfig, DQNHyperparams))

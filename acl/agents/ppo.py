@@ -29,6 +29,7 @@ import optax
 from flax import struct
 from gymnax.environments import spaces
 
+from acl import hparams
 from acl.agents.base import AGENTS
 from acl.agents.common import (
     RunningMeanStd,
@@ -39,64 +40,63 @@ from acl.agents.common import (
     value_spec,
 )
 from acl.agents.networks import (
+    ACTIVATIONS,
     ActorCritic,
     categorical_entropy,
     categorical_log_prob,
     gaussian_entropy,
     gaussian_log_prob,
 )
+from acl.hparams import hparam
 
 
 @struct.dataclass
 class PPOHyperparams:
     """Numeric hyperparameters; pytree leaves, so a sweep is a vmap."""
 
-    learning_rate: float = 2.5e-4
-    """Adam step size at the start (annealed linearly to 0 if `anneal_lr`)."""
-    gamma: float = 0.99
-    """Discount factor."""
-    gae_lambda: float = 0.95
-    """GAE lambda."""
-    clip_eps: float = 0.2
-    """Policy ratio clip range."""
-    value_clip_eps: float = 0.2
-    """Value clip range around the old value prediction (<= 0 disables it)."""
-    ent_coef: float = 0.01
-    """Entropy bonus coefficient."""
-    vf_coef: float = 0.5
-    """Value loss coefficient."""
-    max_grad_norm: float = 0.5
-    """Global gradient-norm clip."""
-    reward_scale: float = 1.0
-    """Rewards are multiplied by this before GAE (keeps value targets near unit scale)."""
+    # No bounds: a NaN step size is how tests/test_cli.py checks the non-finite-loss stop.
+    learning_rate: float = hparam(
+        2.5e-4, doc="Adam step size at the start (annealed linearly to 0 if anneal_lr)."
+    )
+    gamma: float = hparam(0.99, low=0.0, high=1.0, doc="Discount factor.")
+    gae_lambda: float = hparam(0.95, low=0.0, high=1.0, doc="GAE lambda.")
+    clip_eps: float = hparam(0.2, low=0.0, doc="Policy ratio clip range.")
+    value_clip_eps: float = hparam(
+        0.2, doc="Value clip range around the old value prediction (<= 0 disables it)."
+    )
+    ent_coef: float = hparam(0.01, low=0.0, doc="Entropy bonus coefficient.")
+    vf_coef: float = hparam(0.5, low=0.0, doc="Value loss coefficient.")
+    max_grad_norm: float = hparam(0.5, low=0.0, low_open=True, doc="Global gradient-norm clip.")
+    reward_scale: float = hparam(
+        1.0,
+        low=0.0,
+        low_open=True,
+        doc="Rewards are multiplied by this before GAE (keeps value targets near unit scale).",
+    )
 
 
 @dataclass(frozen=True)
 class PPOUpdateConfig:
     """How a PPO update runs (static); shared by PPO and recurrent PPO."""
 
-    update_epochs: int = 4
-    """Passes over each rollout batch."""
-    num_minibatches: int = 4
-    """Minibatches per epoch."""
-    anneal_lr: bool = True
-    """Anneal the learning rate linearly to 0 over `total_updates`."""
-    normalize_advantages: bool = True
-    """Standardise advantages within each minibatch."""
-    total_updates: int = 1
-    """Number of update calls the annealing schedule spans (set by the loop)."""
+    update_epochs: int = hparam(4, low=1, doc="Passes over each rollout batch.")
+    num_minibatches: int = hparam(4, low=1, doc="Minibatches per epoch.")
+    anneal_lr: bool = hparam(True, doc="Anneal the learning rate linearly to 0 over total_updates.")
+    normalize_advantages: bool = hparam(True, doc="Standardise advantages within each minibatch.")
+    total_updates: int = hparam(
+        1, low=1, doc="Update calls the annealing schedule spans (set by the loop)."
+    )
 
 
 @dataclass(frozen=True)
 class PPOConfig(PPOUpdateConfig):
     """Shape-setting and structural options (static)."""
 
-    hidden_sizes: tuple[int, ...] = (64, 64)
-    """Widths of the hidden layers of both actor and critic."""
-    activation: str = "tanh"
-    """Hidden activation: tanh or relu."""
-    normalize_obs: bool = False
-    """Normalise observations by running mean and variance."""
+    hidden_sizes: tuple[int, ...] = hparam(
+        (64, 64), low=1, doc="Widths of the hidden layers of both actor and critic."
+    )
+    activation: str = hparam("tanh", choices=tuple(ACTIVATIONS), doc="Hidden activation.")
+    normalize_obs: bool = hparam(False, doc="Normalise observations by running mean and variance.")
 
 
 @struct.dataclass
@@ -299,8 +299,8 @@ class PPO:
     """PPO with discrete (categorical) or continuous (diagonal Gaussian) actions."""
 
     def __init__(self, config: PPOConfig = PPOConfig(), hyper: PPOHyperparams = PPOHyperparams()):
-        self.config = config
-        self.hyper = hyper
+        self.config = hparams.validated(config, "agent")
+        self.hyper = hparams.validated(hyper, "agent")
         self.network: ActorCritic | None = None
         self.actions: ActionDistribution | None = None
 
@@ -388,16 +388,8 @@ class PPO:
 
 def make_ppo(**kwargs) -> PPO:
     """Build PPO from flat config keys: PPOConfig fields and PPOHyperparams fields."""
-    config_fields = set(PPOConfig.__dataclass_fields__)
-    hyper_fields = set(PPOHyperparams.__dataclass_fields__)
-    config = {k: v for k, v in kwargs.items() if k in config_fields}
-    hyper = {k: float(v) for k, v in kwargs.items() if k in hyper_fields}
-    if "hidden_sizes" in config:
-        config["hidden_sizes"] = tuple(int(s) for s in config["hidden_sizes"])
+    config, hyper = hparams.split(kwargs, PPOConfig, PPOHyperparams, field_name="agent")
     return PPO(PPOConfig(**config), PPOHyperparams(**hyper))
 
 
-make_ppo.config_keys = frozenset(PPOConfig.__dataclass_fields__) | frozenset(
-    PPOHyperparams.__dataclass_fields__
-)
-AGENTS.register("ppo")(make_ppo)
+AGENTS.register("ppo")(hparams.declare(make_ppo, PPOConfig, PPOHyperparams))

@@ -26,6 +26,7 @@ PPO's (acl.agents.ppo).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -36,6 +37,7 @@ import numpy as np
 import optax
 from flax import struct
 
+from acl import hparams
 from acl.agents.base import AGENTS
 from acl.agents.common import Transition, ValueSpec, value_spec
 from acl.agents.networks import ACTIVATIONS, ActorCritic, _orthogonal, dense
@@ -49,6 +51,7 @@ from acl.agents.ppo import (
     ppo_training_data,
 )
 from acl.errors import ConfigError
+from acl.hparams import hparam
 
 RECURRENT_PPO_HYPERPARAMS = PPOHyperparams(
     learning_rate=1e-4,
@@ -69,27 +72,35 @@ ENCODERS = ("auto", "conv", "mlp")
 class RecurrentPPOConfig(PPOUpdateConfig):
     """Shape-setting and structural options (static)."""
 
-    encoder: str = "auto"
-    """conv: conv + direction embedding (needs a bound env with `image_shape`); mlp: an
-    MLP on the flat observation; auto: conv where the bound env has an image."""
-    conv_features: int = 16
-    """Filters of the conv encoder's one layer."""
-    conv_kernel_size: int = 3
-    """Its square kernel (valid padding, stride 1)."""
-    direction_features: int = 5
-    """Width of the learned direction embedding."""
-    mlp_sizes: tuple[int, ...] = (64,)
-    """Hidden layers of the MLP encoder (empty: the observation feeds the LSTM as is)."""
-    lstm_size: int = 256
-    """LSTM units."""
-    head_sizes: tuple[int, ...] = (32,)
-    """Hidden layers of the actor and of the critic head."""
-    activation: str = "relu"
-    """Hidden activation of the MLP encoder and the heads: relu or tanh."""
-    update_epochs: int = 5
-    """Passes over each rollout batch (the UED papers' 5)."""
-    num_minibatches: int = 1
-    """Minibatches per epoch, each of whole sequences: must divide the number of envs."""
+    encoder: str = hparam(
+        "auto",
+        choices=ENCODERS,
+        doc="conv: conv + direction embedding (an env with an image); mlp: an MLP on the "
+        "flat observation; auto: conv where the bound env has an image.",
+    )
+    conv_features: int = hparam(16, low=1, doc="Filters of the conv encoder's one layer.")
+    conv_kernel_size: int = hparam(3, low=1, doc="Its square kernel (valid padding, stride 1).")
+    direction_features: int = hparam(5, low=1, doc="Width of the learned direction embedding.")
+    mlp_sizes: tuple[int, ...] = hparam(
+        (64,),
+        low=1,
+        doc="Hidden layers of the MLP encoder (empty: the observation feeds the LSTM as is).",
+    )
+    lstm_size: int = hparam(256, low=1, doc="LSTM units.")
+    head_sizes: tuple[int, ...] = hparam(
+        (32,), low=1, doc="Hidden layers of the actor and of the critic head."
+    )
+    activation: str = hparam(
+        "relu",
+        choices=tuple(ACTIVATIONS),
+        doc="Hidden activation of the MLP encoder and the heads.",
+    )
+    update_epochs: int = hparam(5, low=1, doc="Passes over each rollout batch (the UED papers' 5).")
+    num_minibatches: int = hparam(
+        1,
+        low=1,
+        doc="Minibatches per epoch, each of whole sequences: must divide the number of envs.",
+    )
 
 
 @struct.dataclass
@@ -209,14 +220,8 @@ class RecurrentPPO:
         config: RecurrentPPOConfig = RecurrentPPOConfig(),
         hyper: PPOHyperparams = RECURRENT_PPO_HYPERPARAMS,
     ):
-        if config.encoder not in ENCODERS:
-            raise ConfigError(f"agent.encoder must be one of {ENCODERS}, got {config.encoder!r}")
-        if config.activation not in ACTIVATIONS:
-            raise ConfigError(
-                f"agent.activation must be one of {sorted(ACTIVATIONS)}, got {config.activation!r}"
-            )
-        self.config = config
-        self.hyper = hyper
+        self.config = hparams.validated(config, "agent")
+        self.hyper = hparams.validated(hyper, "agent")
         self.image_env = None
         self.network: RecurrentActorCritic | None = None
         self.actions: ActionDistribution | None = None
@@ -375,15 +380,15 @@ class RecurrentPPO:
 def make_recurrent_ppo(**kwargs) -> RecurrentPPO:
     """Build recurrent PPO from flat config keys: RecurrentPPOConfig fields and
     PPOHyperparams fields (unset ones take RECURRENT_PPO_HYPERPARAMS)."""
-    config = {k: v for k, v in kwargs.items() if k in RecurrentPPOConfig.__dataclass_fields__}
-    hyper = {k: float(v) for k, v in kwargs.items() if k in PPOHyperparams.__dataclass_fields__}
-    for key in ("mlp_sizes", "head_sizes"):
-        if key in config:
-            config[key] = tuple(int(s) for s in config[key])
+    config, hyper = hparams.split(kwargs, RecurrentPPOConfig, PPOHyperparams, field_name="agent")
     return RecurrentPPO(RecurrentPPOConfig(**config), RECURRENT_PPO_HYPERPARAMS.replace(**hyper))
 
 
-make_recurrent_ppo.config_keys = frozenset(RecurrentPPOConfig.__dataclass_fields__) | frozenset(
-    PPOHyperparams.__dataclass_fields__
+AGENTS.register("recurrent_ppo")(
+    hparams.declare(
+        make_recurrent_ppo,
+        RecurrentPPOConfig,
+        PPOHyperparams,
+        defaults=dataclasses.asdict(RECURRENT_PPO_HYPERPARAMS),
+    )
 )
-AGENTS.register("recurrent_ppo")(make_recurrent_ppo)

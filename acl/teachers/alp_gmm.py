@@ -32,18 +32,20 @@ Where this differs from the reference, and why:
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from acl import hparams
 from acl.errors import ConfigError
+from acl.hparams import hparam, nested
 from acl.spaces import Box
 from acl.teachers import checks
 from acl.teachers.alp import Ring, empirical_alp, ring_init, ring_push
-from acl.teachers.base import TEACHERS, Feedback, RunContext, default_info, run_default
+from acl.teachers.base import TEACHERS, Feedback, class_factory, default_info
 from acl.teachers.gmm import CRITERIA, DEFAULT_TOL, GMM, fit_gmms, sample_gmm, select_best
 
 DEFAULT_REG_COVAR = 1e-3
@@ -56,21 +58,28 @@ few percent of each task range, well below the scale of any region worth a Gauss
 
 @struct.dataclass
 class GMMTeacherParams:
-    """Numeric hyperparameters (pytree leaves, vmappable)."""
+    """Numeric hyperparameters (pytree leaves, vmappable): the two keys as configured on
+    the teacher (`hyper`); all arrays in `default_params()`, which derives the others
+    from the teacher's `return_bounds`, `initial_mean` and `initial_std`."""
 
-    random_task_ratio: jax.Array
-    """Probability of a uniform task once the mixture is in use."""
-    reg_covar: jax.Array
-    """Added to every covariance diagonal in EM (normalised units)."""
-    return_low: jax.Array
+    random_task_ratio: jax.Array = hparam(
+        0.05, low=0.0, high=1.0, doc="Probability of a uniform task once the mixture is in use."
+    )
+    reg_covar: jax.Array = hparam(
+        DEFAULT_REG_COVAR,
+        low=0.0,
+        low_open=True,
+        doc="Added to every covariance diagonal in EM (normalised units).",
+    )
+    return_low: jax.Array = None
     """Returns are mapped to (r - return_low) / (return_high - return_low) (then clipped to
     [0, 1] if the teacher's `scale_returns`); 0 and 1 leave them raw."""
-    return_high: jax.Array
-    initial_mean: jax.Array
+    return_high: jax.Array = None
+    initial_mean: jax.Array = None
     """[D] mean of the expert's initial task distribution, task units (if `use_prior`)."""
-    initial_std: jax.Array
+    initial_std: jax.Array = None
     """[D] its standard deviation, task units."""
-    use_prior: jax.Array
+    use_prior: jax.Array = None
     """bool: the bootstrap draws from the expert Gaussian instead of uniformly. A leaf, so
     runs with and without expert knowledge share one program (acl.benchmark.challenges)."""
 
@@ -99,76 +108,73 @@ class GMMTeacher(abc.ABC):
     """Shared machinery of the GMM teachers; subclasses define the fitted features."""
 
     task_space: Box
-    fit_rate: int = 150
-    """Episodes in the fit window (and bootstrap length)."""
-    fit_every: int | None = None
-    """Updates between fits (static); None means fit_rate."""
-    k_min: int = 2
-    k_max: int = 9
-    num_inits: int = 1
-    """EM restarts per k."""
-    em_iterations: int = 100
-    """The most EM iterations per fit (sklearn's max_iter)."""
-    em_tol: float = DEFAULT_TOL
-    """EM stops when the mean log-likelihood per point changes by less (sklearn's tol);
-    0 runs em_iterations every fit."""
-    criterion: str = "aic"
-    """Model selection: "aic", "bic" or "aicc"."""
+    fit_rate: int = hparam(150, low=1, doc="Episodes in the fit window (and bootstrap length).")
+    fit_every: int | None = hparam(
+        None, kind="int", low=1, doc="Updates between fits (static); default fit_rate."
+    )
+    k_min: int = hparam(2, low=1, doc="Fewest Gaussians a fit tries.")
+    k_max: int = hparam(9, low=1, doc="Most Gaussians a fit tries.")
+    num_inits: int = hparam(1, low=1, doc="EM restarts per k.")
+    em_iterations: int = hparam(
+        100, low=1, doc="The most EM iterations per fit (sklearn's max_iter)."
+    )
+    em_tol: float = hparam(
+        DEFAULT_TOL,
+        low=0.0,
+        doc="EM stops when the mean log-likelihood per point changes by less (sklearn's "
+        "tol); 0 runs em_iterations every fit.",
+    )
+    criterion: str = hparam("aic", choices=CRITERIA, doc="Model selection.")
     scale_returns: bool = False
     """Whether returns are rescaled to [0, 1] by return_bounds (set when bounds are given)."""
     use_prior: bool = False
     """Whether the bootstrap draws from the expert Gaussian instead of uniformly."""
-    random_task_ratio: float = 0.05
-    reg_covar: float = DEFAULT_REG_COVAR
-    return_bounds: tuple[float, float] | None = None
-    initial_mean: tuple[float, ...] | None = None
-    initial_std: tuple[float, ...] | None = None
+    return_bounds: tuple[float, float] | None = hparam(
+        None,
+        kind="floats",
+        size=2,
+        doc="(low, high): returns are rescaled to [0, 1] by them; default: the env's.",
+    )
+    initial_mean: tuple[float, ...] | None = hparam(
+        None,
+        kind="floats",
+        doc="[D] mean of an expert's initial task distribution (task units); the bootstrap "
+        "draws from it instead of uniformly. Needs initial_std.",
+    )
+    initial_std: tuple[float, ...] | None = hparam(
+        None, kind="floats", low=0.0, low_open=True, doc="[D] its standard deviation."
+    )
+    hyper: GMMTeacherParams = nested(GMMTeacherParams)
 
     num_extra = 1
     """Feature coordinates after the task ones."""
     score_name = "alp"
 
     def __post_init__(self):
+        hparams.validate_fields(self, "teacher")
         if self.fit_every is None:
             object.__setattr__(self, "fit_every", self.fit_rate)
-        for name in ("fit_rate", "fit_every", "k_min", "k_max", "num_inits", "em_iterations"):
-            value = getattr(self, name)
-            checks.check(
-                isinstance(value, (int, np.integer)) and value >= 1,
-                f"teacher.{name} must be a positive integer, got {value!r}",
-            )
         checks.check(
             self.k_min <= self.k_max,
             f"teacher.k_min ({self.k_min}) must be <= teacher.k_max ({self.k_max})",
         )
-        checks.check(
-            self.criterion in CRITERIA,
-            f"teacher.criterion must be one of {CRITERIA}, got {self.criterion!r}",
-        )
-        checks.check(
-            0.0 <= float(self.random_task_ratio) <= 1.0,
-            f"teacher.random_task_ratio must be in [0, 1], got {self.random_task_ratio}",
-        )
-        checks.check(
-            float(self.reg_covar) > 0, f"teacher.reg_covar must be > 0, got {self.reg_covar}"
-        )
-        checks.check(float(self.em_tol) >= 0, f"teacher.em_tol must be >= 0, got {self.em_tol}")
         if self.return_bounds is not None:
-            lo, hi = map(float, self.return_bounds)
             checks.check(
-                lo < hi, f"teacher.return_bounds needs low < high, got {self.return_bounds}"
+                self.return_bounds[0] < self.return_bounds[1],
+                f"teacher.return_bounds needs low < high, got {self.return_bounds}",
             )
-            object.__setattr__(self, "return_bounds", (lo, hi))
         object.__setattr__(self, "scale_returns", self.return_bounds is not None)
         dim = self.task_space.dim
         if (self.initial_mean is None) != (self.initial_std is None):
             raise ConfigError("teacher.initial_mean and teacher.initial_std go together")
         if self.initial_mean is not None:
-            mean = tuple(map(float, np.broadcast_to(self.initial_mean, (dim,))))
-            std = tuple(map(float, np.broadcast_to(self.initial_std, (dim,))))
-            checks.check(all(s > 0 for s in std), f"teacher.initial_std must be > 0, got {std}")
-            object.__setattr__(self, "initial_mean", mean)
-            object.__setattr__(self, "initial_std", std)
+            for name in ("initial_mean", "initial_std"):
+                values = getattr(self, name)
+                checks.check(
+                    len(values) in (1, dim),
+                    f"teacher.{name} has {len(values)} entries, the task space {dim}",
+                )
+                object.__setattr__(self, name, tuple(np.broadcast_to(values, (dim,)).tolist()))
         object.__setattr__(self, "use_prior", self.initial_mean is not None)
 
     # -- parameters and state -------------------------------------------------------------
@@ -179,9 +185,7 @@ class GMMTeacher(abc.ABC):
         mean = self.initial_mean if self.use_prior else space.default_task
         std = self.initial_std if self.use_prior else space.high_array - space.low_array
         f32 = jnp.float32
-        return GMMTeacherParams(
-            random_task_ratio=jnp.asarray(self.random_task_ratio, f32),
-            reg_covar=jnp.asarray(self.reg_covar, f32),
+        return hparams.leaves(self.hyper).replace(
             return_low=jnp.asarray(lo, f32),
             return_high=jnp.asarray(hi, f32),
             initial_mean=jnp.asarray(mean, f32),
@@ -343,21 +347,17 @@ class GMMTeacher(abc.ABC):
 class ALPGMMTeacher(GMMTeacher):
     """ALP-GMM: Gaussians over (task, ALP), sampled in proportion to their mean ALP."""
 
-    history_size: int = 2000
-    """Capacity of the ALP nearest-neighbour history (static)."""
-    alp_chunk: int = 32
-    """Feedback records per pass of the ALP's nearest-neighbour search (static). Passes stop
-    after the last valid record: an update padded to `loop.max_feedback` slots but holding
-    a few dozen episodes searches the history once, not once per slot. Exact either way."""
-
-    def __post_init__(self):
-        super().__post_init__()
-        for name in ("history_size", "alp_chunk"):
-            value = getattr(self, name)
-            checks.check(
-                isinstance(value, (int, np.integer)) and value >= 1,
-                f"teacher.{name} must be a positive integer, got {value!r}",
-            )
+    history_size: int = hparam(
+        2000, low=1, doc="Capacity of the ALP nearest-neighbour history (static)."
+    )
+    alp_chunk: int = hparam(
+        32,
+        low=1,
+        doc="Feedback records per pass of the ALP's nearest-neighbour search (static); speed only.",
+    )
+    """Passes stop after the last valid record: an update padded to `loop.max_feedback`
+    slots but holding a few dozen episodes searches the history once, not once per slot.
+    Exact either way."""
 
     def init(self, key: jax.Array, params: GMMTeacherParams) -> ALPGMMState:
         return ALPGMMState(
@@ -376,37 +376,20 @@ class ALPGMMTeacher(GMMTeacher):
 
 
 def make_preset_factory(cls, presets: dict[str, dict], name: str):
-    """A registry factory `factory(task_space, context=None, preset=..., return_bounds=None,
-    **overrides)` with `config_keys` for the config layer's unknown-key check. Returns are
-    rescaled by `return_bounds`, else by the run's (`context.return_bounds`)."""
-    static = {f.name for f in fields(cls)} - {"task_space", "scale_returns", "use_prior"}
-
-    def factory(
-        task_space: Box,
-        context: RunContext | None = None,
-        preset: str = "teachmyagent",
-        return_bounds=None,
-        **overrides,
-    ):
-        return_bounds = run_default(context, "return_bounds", return_bounds)
-        if preset not in presets:
-            raise ConfigError(
-                f"teacher.preset: unknown {name} preset {preset!r} (known: {', '.join(presets)})"
-            )
-        unknown = sorted(set(overrides) - static)
-        if unknown:
-            raise ConfigError(
-                f"teacher.{unknown[0]}: unknown {name} option (known: {', '.join(sorted(static))})"
-            )
-        config = {**presets[preset], **overrides}
-        return cls(task_space=task_space, return_bounds=return_bounds, **config)
-
-    factory.config_keys = frozenset(static | {"preset", "return_bounds"})
-    factory.presets = presets
-    factory.__name__ = f"make_{name}"
+    """A registry factory `factory(task_space, context=None, preset="teachmyagent",
+    **overrides)` (`class_factory` with `presets`). Returns are rescaled by
+    `return_bounds`, else by the run's (`context.return_bounds`)."""
+    factory = class_factory(
+        cls,
+        presets=presets,
+        preset="teachmyagent",
+        run_fields=("return_bounds",),
+        name=f"make_{name}",
+    )
     factory.__doc__ = (
         f"{cls.__name__} from a named preset ({', '.join(presets)}) plus keyword overrides "
-        f"of any of {sorted(static)}; return_bounds=(lo, hi) rescales returns to [0, 1]."
+        "of its keys (docs/hyperparameters.md); return_bounds=(lo, hi) rescales returns "
+        "to [0, 1]."
     )
     return factory
 

@@ -54,6 +54,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from acl import hparams
 from acl.errors import ConfigError
 from acl.registry import Registry
 from acl.spaces import Box
@@ -162,19 +163,51 @@ def require_batch_mode(context: RunContext | None, name: str) -> None:
         )
 
 
-def class_factory(cls, run_env: bool = False):
+def class_factory(
+    cls,
+    run_env: bool = False,
+    *,
+    presets: Mapping[str, Mapping[str, Any]] | None = None,
+    preset: str | None = None,
+    run_fields: tuple[str, ...] = (),
+    name: str | None = None,
+):
     """A registry factory for a teacher class configured by its dataclass fields:
-    `factory(task_space, context=None, **config) -> cls(task_space, **config)`. With
-    `run_env`, the class's `env` field defaults to the run's env (`context.env`)."""
-    config_keys = frozenset(f.name for f in dataclasses.fields(cls)) - {"task_space"}
+    `factory(task_space, context=None, **config) -> cls(task_space, **config)`.
+
+    A class that declares its keys with `acl.hparams` (its fields and its `nested` params
+    struct) takes exactly those, plus `preset` with `presets`: the named settings, with
+    `config` over them (`preset` the default one). `run_fields` name `RunContext` fields
+    that fill the same-named keys left unset; `run_env` is `run_fields=("env",)`. A class
+    that declares nothing takes its dataclass fields. Unknown keys raise ConfigError."""
+    run_fields = (*run_fields, "env") if run_env else tuple(run_fields)
+    fields = {f.name for f in dataclasses.fields(cls)} - {"task_space"}
+    # With no field but task_space (random, fixed) there is nothing to declare.
+    declared = bool(hparams.specs(cls)) or not fields
+    extra = {}
+    if presets is not None:
+        extra["preset"] = hparams.spec(
+            preset, choices=tuple(presets), doc="Named settings; the keys given override them."
+        )
 
     def factory(task_space: Box, context: RunContext | None = None, **config):
-        if run_env:
-            config["env"] = run_default(context, "env", config.get("env"))
+        hparams.check_keys(config, factory.config_keys, "teacher")
+        if presets is not None:
+            chosen = extra["preset"].check(config.pop("preset", preset), "teacher.preset")
+            config = {**presets[chosen], **config}
+        for field in run_fields:
+            config[field] = run_default(context, field, config.get(field))
+        if declared:
+            (config,) = hparams.split(config, cls, field_name="teacher")
         return cls(task_space=task_space, **config)
 
-    factory.config_keys = config_keys
-    factory.__name__ = f"make_{cls.__name__}"
+    if declared:
+        hparams.declare(factory, cls, extra=extra, defaults=presets[preset] if presets else None)
+    else:
+        factory.config_keys = frozenset(fields)
+    if presets is not None:
+        factory.presets = presets
+    factory.__name__ = name or f"make_{cls.__name__}"
     factory.__doc__ = cls.__doc__
     factory.teacher_class = cls
     return factory

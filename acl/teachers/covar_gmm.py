@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from acl.hparams import hparam
 from acl.teachers.alp import Ring
 from acl.teachers.alp_gmm import GMMTeacher, GMMTeacherParams, make_preset_factory
 from acl.teachers.base import TEACHERS
@@ -46,8 +47,10 @@ class CovarGMMState:
 class CovarGMMTeacher(GMMTeacher):
     """Covar-GMM: Gaussians over (task, time, return), sampled by time-return covariance."""
 
-    absolute_lp: bool = False
-    """Score components by |cov(time, return)| instead of max(0, cov) (reference option)."""
+    absolute_lp: bool = hparam(
+        False,
+        doc="Score components by |cov(time, return)| instead of max(0, cov) (reference option).",
+    )
 
     num_extra = 2
     score_name = "lp"

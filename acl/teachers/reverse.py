@@ -74,7 +74,7 @@ Where this departs from the paper, and why:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -82,17 +82,12 @@ import numpy as np
 from flax import struct
 from gymnax.environments import spaces
 
+from acl import hparams
 from acl.errors import ConfigError
+from acl.hparams import hparam, nested
 from acl.spaces import Box
 from acl.teachers import checks
-from acl.teachers.base import (
-    TEACHERS,
-    Feedback,
-    RunContext,
-    class_factory,
-    default_info,
-    run_default,
-)
+from acl.teachers.base import TEACHERS, Feedback, class_factory, default_info
 from envs.base import StartTaskEnv
 
 START_ENV = dict(
@@ -104,16 +99,24 @@ START_ENV = dict(
 """`checks.check_env`'s wording for the start-state teachers."""
 
 
+BASE_TASK_DOC = (
+    "[D] the task whose start part is replaced: it fixes the goal; default: the task "
+    "space's default task."
+)
+
+
 @struct.dataclass
 class ReverseParams:
-    """Numeric hyperparameters (pytree leaves, vmappable)."""
+    """Numeric hyperparameters (pytree leaves, vmappable): as configured on the teacher
+    (`hyper`), as arrays in `default_params()`."""
 
-    r_min: jax.Array
-    """Lowest success rate of a good start (paper: 0.1)."""
-    r_max: jax.Array
-    """Highest success rate of a good start (paper: 0.9)."""
-    base_task: jax.Array
-    """[D] the task whose start part is replaced: it fixes the goal."""
+    r_min: jax.Array = hparam(
+        0.1, low=0.0, high=1.0, doc="Lowest success rate of a good start (paper: 0.1)."
+    )
+    r_max: jax.Array = hparam(
+        0.9, low=0.0, high=1.0, doc="Highest success rate of a good start (paper: 0.9)."
+    )
+    base_task: jax.Array = hparam(None, kind="floats", doc=BASE_TASK_DOC)
 
 
 @struct.dataclass
@@ -150,56 +153,50 @@ class ReverseTeacher:
     """Reverse curriculum generation; see the module docstring."""
 
     task_space: Box
-    env: StartTaskEnv | None = None
-    """The env whose starts are handed out (static)."""
-    n_new: int = 200
-    """New starts per round, drawn from the Brownian expansion (paper: 200)."""
-    n_old: int = 100
-    """Replayed starts per round, drawn from the good-start buffer (paper: 100)."""
-    brownian_horizon: int = 50
-    """T_B: steps of each random-action walk (paper: T_B = 50)."""
-    num_walks: int = 200
-    """Walks per expansion (paper: walks until M = 10000 states = 200 x T_B)."""
-    easy_horizon_factor: int = 10
-    """When a round has no good start and most labelled starts were too easy, the walks
-    from the too-easy starts run this many times T_B steps (paper's code: 10)."""
-    updates_per_round: int = 5
-    """`update` calls per round: training iterations on one batch (paper: 5)."""
-    buffer_capacity: int = 10_000
-    """Slots of the good-start buffer; reservoir sampling when full."""
-    match_tolerance: float = 1e-5
-    """A feedback task matches a batch task when every coordinate is within this."""
-    r_min: float = 0.1
-    r_max: float = 0.9
-    base_task: tuple[float, ...] | None = None
-    """The task that fixes the goal; None: the task space's default task."""
+    env: StartTaskEnv | None = hparam(
+        None, kind="any", doc="The env whose starts are handed out (static); default: the run's."
+    )
+    n_new: int = hparam(
+        200, low=1, doc="New starts per round, drawn from the Brownian expansion (paper: 200)."
+    )
+    n_old: int = hparam(
+        100, low=1, doc="Replayed starts per round, drawn from the good-start buffer (paper: 100)."
+    )
+    brownian_horizon: int = hparam(
+        50, low=1, doc="T_B: steps of each random-action walk (paper: T_B = 50)."
+    )
+    num_walks: int = hparam(
+        200, low=1, doc="Walks per expansion (paper: walks until M = 10000 states = 200 x T_B)."
+    )
+    easy_horizon_factor: int = hparam(
+        10,
+        low=1,
+        doc="When a round has no good start and most labelled starts were too easy, the "
+        "walks from the too-easy starts run this many times T_B steps (paper's code: 10).",
+    )
+    updates_per_round: int = hparam(
+        5, low=1, doc="`update` calls per round: training iterations on one batch (paper: 5)."
+    )
+    buffer_capacity: int = hparam(
+        10_000, low=1, doc="Slots of the good-start buffer; reservoir sampling when full."
+    )
+    match_tolerance: float = hparam(
+        1e-5,
+        low=0.0,
+        doc="A feedback task matches a batch task when every coordinate is within this.",
+    )
+    hyper: ReverseParams = nested(ReverseParams)
 
     def __post_init__(self):
         checks.check_env(self.env, self.task_space, "reverse", **START_ENV)
-        for name in (
-            "n_new",
-            "n_old",
-            "brownian_horizon",
-            "num_walks",
-            "easy_horizon_factor",
-            "updates_per_round",
-            "buffer_capacity",
-        ):
-            value = getattr(self, name)
-            checks.check(
-                isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 1,
-                f"teacher.{name} must be a positive integer, got {value!r}",
-            )
-        lo, hi = float(self.r_min), float(self.r_max)
+        hparams.validate_fields(self, "teacher")
+        lo, hi = self.hyper.r_min, self.hyper.r_max
         checks.check(
-            0.0 <= lo <= hi <= 1.0,
+            lo <= hi,
             f"teacher.r_min and teacher.r_max need 0 <= r_min <= r_max <= 1, got {lo}, {hi}",
         )
-        checks.check(
-            float(self.match_tolerance) >= 0,
-            f"teacher.match_tolerance must be >= 0, got {self.match_tolerance}",
-        )
-        object.__setattr__(self, "base_task", checks.base_task(self.task_space, self.base_task))
+        base = checks.base_task(self.task_space, self.hyper.base_task)
+        object.__setattr__(self, "hyper", self.hyper.replace(base_task=base))
 
     @property
     def batch_size(self) -> int:
@@ -212,12 +209,7 @@ class ReverseTeacher:
     # -- parameters and state ----------------------------------------------------------
 
     def default_params(self) -> ReverseParams:
-        base = self.task_space.default_task if self.base_task is None else self.base_task
-        return ReverseParams(
-            r_min=jnp.asarray(self.r_min, jnp.float32),
-            r_max=jnp.asarray(self.r_max, jnp.float32),
-            base_task=jnp.asarray(base, jnp.float32),
-        )
+        return hparams.leaves(_with_base_task(self.hyper, self.task_space))
 
     def init(self, key: jax.Array, params: ReverseParams) -> ReverseState:
         """Buffer = [s^g]; the first batch is expanded from s^g (Algorithm 1, line 1)."""
@@ -486,10 +478,18 @@ def _uniform_actions(space, u: jax.Array) -> jax.Array:
     )
 
 
+def _with_base_task(hyper, task_space: Box):
+    """`hyper` with its base_task filled in: the task space's default task if unset."""
+    if hyper.base_task is not None:
+        return hyper
+    return hyper.replace(base_task=task_space.default_task)
+
+
 @struct.dataclass
 class UniformStartParams:
-    base_task: jax.Array
-    """[D] the task whose start part is replaced."""
+    """Numeric hyperparameters (pytree leaves, vmappable)."""
+
+    base_task: jax.Array = hparam(None, kind="floats", doc=BASE_TASK_DOC)
 
 
 @struct.dataclass
@@ -508,16 +508,19 @@ class UniformStartTeacher:
     """
 
     task_space: Box
-    env: StartTaskEnv | None = None
-    base_task: tuple[float, ...] | None = None
+    env: StartTaskEnv | None = hparam(
+        None, kind="any", doc="The env whose starts are handed out (static); default: the run's."
+    )
+    hyper: UniformStartParams = nested(UniformStartParams)
 
     def __post_init__(self):
         checks.check_env(self.env, self.task_space, "uniform_start", **START_ENV)
-        object.__setattr__(self, "base_task", checks.base_task(self.task_space, self.base_task))
+        hparams.validate_fields(self, "teacher")
+        base = checks.base_task(self.task_space, self.hyper.base_task)
+        object.__setattr__(self, "hyper", self.hyper.replace(base_task=base))
 
     def default_params(self) -> UniformStartParams:
-        base = self.task_space.default_task if self.base_task is None else self.base_task
-        return UniformStartParams(base_task=jnp.asarray(base, jnp.float32))
+        return hparams.leaves(_with_base_task(self.hyper, self.task_space))
 
     def init(self, key: jax.Array, params: UniformStartParams) -> UniformStartState:
         del key
@@ -569,32 +572,15 @@ REVERSE_PRESETS: dict[str, dict] = {
 """Named settings of the reverse teacher."""
 
 
-def make_reverse(
-    task_space: Box,
-    context: RunContext | None = None,
-    preset: str = "florensa2017",
-    **overrides,
-) -> ReverseTeacher:
-    """ReverseTeacher from a named preset plus keyword overrides, on the run's env (or
-    env=..., a StartTaskEnv)."""
-    if preset not in REVERSE_PRESETS:
-        raise ConfigError(
-            f"teacher.preset: unknown reverse preset {preset!r} "
-            f"(known: {', '.join(REVERSE_PRESETS)})"
-        )
-    unknown = sorted(set(overrides) - _REVERSE_KEYS)
-    if unknown:
-        raise ConfigError(
-            f"teacher.{unknown[0]}: unknown reverse option "
-            f"(known: {', '.join(sorted(_REVERSE_KEYS))})"
-        )
-    overrides["env"] = run_default(context, "env", overrides.get("env"))
-    return ReverseTeacher(task_space=task_space, **{**REVERSE_PRESETS[preset], **overrides})
-
-
-_REVERSE_KEYS = frozenset(f.name for f in fields(ReverseTeacher)) - {"task_space"}
-make_reverse.config_keys = _REVERSE_KEYS | {"preset"}
-make_reverse.presets = REVERSE_PRESETS
+make_reverse = class_factory(
+    ReverseTeacher,
+    run_env=True,
+    presets=REVERSE_PRESETS,
+    preset="florensa2017",
+    name="make_reverse",
+)
+make_reverse.__doc__ = """ReverseTeacher from a named preset plus keyword overrides, on the run's
+env (or env=..., a StartTaskEnv)."""
 
 TEACHERS.register("reverse")(make_reverse)
 TEACHERS.register("uniform_start")(class_factory(UniformStartTeacher, run_env=True))

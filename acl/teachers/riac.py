@@ -83,37 +83,68 @@ CPU is a quadratic reduce_window, and `lax.top_k` (a sort) was slower still.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
+from acl import hparams
 from acl.errors import ConfigError
+from acl.hparams import hparam, nested
 from acl.spaces import Box
-from acl.teachers.base import TEACHERS, Feedback, RunContext, default_info
+from acl.teachers.base import TEACHERS, Feedback, class_factory, default_info
 
 
 @struct.dataclass
 class RIACParams:
-    """Numeric hyperparameters (pytree leaves, vmappable). Defaults: teachDeepRL's."""
+    """Numeric hyperparameters (pytree leaves, vmappable), teachDeepRL's defaults: as
+    configured on the teacher (`hyper`), as arrays in `default_params()`."""
 
-    alp_window: jax.Array
-    """ALP uses the newest min(count, alp_window) returns of a region (reference: maxlen)."""
-    min_region_size: jax.Array
-    """Both children of a split hold at least this many points (reference: maxlen / 20)."""
-    min_dims_range_ratio: jax.Array
-    """Children are at least this share of the task space's range wide in every dim."""
-    discard_ratio: jax.Array
-    """A full leaf with no admissible split drops its oldest max_region_size * ratio points."""
-    random_ratio: jax.Array
-    """Share of tasks drawn uniformly in the task space (reference: 0.2)."""
-    mutation_ratio: jax.Array
-    """Share of tasks that mutate a region's lowest-return task (reference: 0.1)."""
-    mutation_std: jax.Array
-    """Std of the mutation noise, as a share of each dimension's range (reference: 0.1)."""
-    min_split_score: jax.Array
-    """A split's |ALP(child1) - ALP(child2)| must be at least this (reference: 0, any)."""
+    alp_window: jax.Array = hparam(
+        None,
+        kind="int",
+        low=1,
+        doc="ALP uses the newest min(count, alp_window) returns of a region (int32; "
+        "reference: maxlen); default max_region_size.",
+    )
+    min_region_size: jax.Array = hparam(
+        None,
+        kind="float",
+        low=0.0,
+        doc="Both children of a split hold at least this many points; default "
+        "max_region_size / 20 (the reference's maxlen / 20).",
+    )
+    min_dims_range_ratio: jax.Array = hparam(
+        1 / 15,
+        low=0.0,
+        high=1.0,
+        doc="Children are at least this share of the task space's range wide in every dim.",
+    )
+    discard_ratio: jax.Array = hparam(
+        0.25,
+        low=0.0,
+        high=1.0,
+        doc="A full leaf with no admissible split drops its oldest max_region_size * ratio points.",
+    )
+    random_ratio: jax.Array = hparam(
+        0.2, low=0.0, high=1.0, doc="Share of tasks drawn uniformly in the task space."
+    )
+    mutation_ratio: jax.Array = hparam(
+        0.1,
+        low=0.0,
+        high=1.0,
+        doc="Share of tasks that mutate a region's lowest-return task (random_ratio + "
+        "mutation_ratio <= 1).",
+    )
+    mutation_std: jax.Array = hparam(
+        0.1, low=0.0, doc="Std of the mutation noise, as a share of each dimension's range."
+    )
+    min_split_score: jax.Array = hparam(
+        0.0,
+        low=0.0,
+        doc="A split's |ALP(child1) - ALP(child2)| must be at least this (reference: 0, any).",
+    )
 
 
 @struct.dataclass
@@ -193,73 +224,52 @@ class RIACTeacher:
     """RIAC over a Box task space (module docstring: behaviour and deviations)."""
 
     task_space: Box
-    max_regions: int = 255
-    """Static number of tree nodes (root + 2 per split); no splits once full."""
-    max_region_size: int = 200
-    """A leaf is split when its window holds max_region_size + 1 points."""
-    num_split_attempts: int = 50
-    """Candidate (dimension, threshold) pairs scored per split, in one batch."""
-    split_every: int = 1
-    """Look for a full leaf every this many updates (shared step; 1 = reference)."""
-    max_depth: int = 32
-    """Nodes per record whose ALP one pass recomputes (a root-to-leaf path holds at most
-    D * (floor(1 / min_dims_range_ratio) - 1) + 1 nodes: 29 for D = 2 with the default
-    1/15). Speed only: changed nodes beyond it are recomputed in further passes."""
-    sample_in_leaves_only: bool = False
-    """Sample among leaves only (reference default False: every node)."""
-    last_attempt_child_alp: bool = False
-    """New children start with the ALPs of the last split attempt's children (as the
-    reference) instead of their own windows' ALPs, until their next point arrives."""
-    param_overrides: tuple = ()
-    """(name, value) pairs replacing RIACParams defaults in `default_params()`."""
+    max_regions: int = hparam(
+        255, low=1, doc="Static number of tree nodes (root + 2 per split); no splits once full."
+    )
+    max_region_size: int = hparam(
+        200, low=3, doc="A leaf is split when its window holds max_region_size + 1 points."
+    )
+    num_split_attempts: int = hparam(
+        50, low=1, doc="Candidate (dimension, threshold) pairs scored per split, in one batch."
+    )
+    split_every: int = hparam(
+        1, low=1, doc="Look for a full leaf every this many updates (shared step; 1 = reference)."
+    )
+    max_depth: int = hparam(
+        32,
+        low=1,
+        doc="Nodes per record whose ALP one pass recomputes; speed only (further passes "
+        "take the rest).",
+    )
+    """A root-to-leaf path holds at most D * (floor(1 / min_dims_range_ratio) - 1) + 1
+    nodes: 29 for D = 2 with the default 1/15."""
+    sample_in_leaves_only: bool = hparam(
+        False, doc="Sample among leaves only (reference default False: every node)."
+    )
+    last_attempt_child_alp: bool = hparam(
+        False,
+        doc="New children start with the ALPs of the last split attempt's children (as the "
+        "reference) instead of their own windows' ALPs, until their next point arrives.",
+    )
+    hyper: RIACParams = nested(RIACParams)
 
     def __post_init__(self):
-        for name, low in (
-            ("max_regions", 1),
-            ("max_region_size", 3),
-            ("num_split_attempts", 1),
-            ("split_every", 1),
-            ("max_depth", 1),
-        ):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise ConfigError(f"teacher.{name} must be an integer >= {low}, got {value!r}")
+        hparams.validate_fields(self, "teacher")
+        if self.hyper.random_ratio + self.hyper.mutation_ratio > 1.0:
+            raise ConfigError("teacher.random_ratio + teacher.mutation_ratio must be <= 1")
 
     @property
     def window_size(self) -> int:
         return self.max_region_size + 1
 
     def default_params(self) -> RIACParams:
-        return self.make_params(**dict(self.param_overrides))
-
-    def make_params(self, **overrides) -> RIACParams:
-        """RIACParams with teachDeepRL's defaults, checked, with `overrides` applied."""
-        values = dict(
-            alp_window=self.max_region_size,
-            min_region_size=self.max_region_size / 20,
-            min_dims_range_ratio=1 / 15,
-            discard_ratio=0.25,
-            random_ratio=0.2,
-            mutation_ratio=0.1,
-            mutation_std=0.1,
-            min_split_score=0.0,
-        )
-        unknown = sorted(set(overrides) - set(values))
-        if unknown:
-            raise ConfigError(f"teacher.{unknown[0]}: unknown RIAC parameter")
-        values.update(overrides)
-        for name in ("random_ratio", "mutation_ratio", "discard_ratio"):
-            if not 0.0 <= float(values[name]) <= 1.0:
-                raise ConfigError(f"teacher.{name} must be in [0, 1], got {values[name]}")
-        min_split_score = float(values["min_split_score"])
-        if not min_split_score >= 0.0:
-            raise ConfigError(f"teacher.min_split_score must be >= 0, got {min_split_score}")
-        if float(values["random_ratio"]) + float(values["mutation_ratio"]) > 1.0:
-            raise ConfigError("teacher.random_ratio + teacher.mutation_ratio must be <= 1")
-        return RIACParams(
-            alp_window=jnp.asarray(values.pop("alp_window"), jnp.int32),
-            **{k: jnp.asarray(v, jnp.float32) for k, v in values.items()},
-        )
+        hyper = self.hyper
+        if hyper.alp_window is None:
+            hyper = hyper.replace(alp_window=self.max_region_size)
+        if hyper.min_region_size is None:
+            hyper = hyper.replace(min_region_size=self.max_region_size / 20)
+        return hparams.leaves(hyper)
 
     def init(self, key: jax.Array, params: RIACParams) -> RIACState:
         r, w, d = self.max_regions, self.window_size, self.task_space.dim
@@ -566,36 +576,10 @@ class RIACTeacher:
         }
 
 
-_STATIC = (
-    "max_regions",
-    "max_region_size",
-    "num_split_attempts",
-    "split_every",
-    "max_depth",
-)
-_STATIC_BOOL = ("sample_in_leaves_only", "last_attempt_child_alp")
-_PARAMS = tuple(f.name for f in fields(RIACParams))
-
-
-def make_riac(task_space: Box, context: RunContext | None = None, **config) -> RIACTeacher:
-    """RIAC from config: static fields (max_regions, max_region_size, num_split_attempts,
-    split_every, max_depth, sample_in_leaves_only, last_attempt_child_alp) and numeric
-    parameters (alp_window,
-    min_region_size, min_dims_range_ratio, discard_ratio, random_ratio, mutation_ratio,
-    mutation_std, min_split_score); defaults are teachDeepRL's."""
-    del context  # RIAC reads raw returns
-    unknown = sorted(set(config) - make_riac.config_keys)
-    if unknown:
-        known = ", ".join(sorted(make_riac.config_keys))
-        raise ConfigError(f"teacher.{unknown[0]}: unknown RIAC option (known: {known})")
-    static = {k: config[k] for k in _STATIC + _STATIC_BOOL if k in config}
-    params = tuple(sorted((k, v) for k, v in config.items() if k not in static))
-    teacher = RIACTeacher(task_space=task_space, param_overrides=params, **static)
-    teacher.default_params()  # validate the numbers before any compilation
-    return teacher
-
-
-make_riac.config_keys = frozenset(_STATIC + _STATIC_BOOL + _PARAMS)
+make_riac = class_factory(RIACTeacher, name="make_riac")
+make_riac.__doc__ = """RIAC from config: the static keys of RIACTeacher (tree size, split
+search) and the numeric ones of RIACParams; defaults are teachDeepRL's. RIAC reads raw
+returns: the run's return bounds are not used."""
 TEACHERS.register("riac")(make_riac)
 
 __all__ = ["RIACParams", "RIACState", "RIACTeacher", "make_riac", "window_alp"]

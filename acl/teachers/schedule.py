@@ -13,22 +13,38 @@ from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
 
+from acl import hparams
+from acl.hparams import hparam, nested
 from acl.spaces import Box
 from acl.teachers.base import TEACHERS, Feedback, class_factory, default_info
-from acl.teachers.checks import check, positive_int
+from acl.teachers.checks import check
 
 
 @struct.dataclass
 class ScheduleParams:
-    start_low: jax.Array
-    """[D] lower corner of the first box, as a fraction of each dimension's range."""
-    start_high: jax.Array
-    """[D] upper corner of the first box, likewise."""
-    ramp_iterations: jax.Array
-    """int32: updates until the box covers the whole space."""
+    """Numeric hyperparameters (pytree leaves, vmappable): as configured on the teacher
+    (`hyper`), as arrays in `default_params()`."""
+
+    start_low: jax.Array = hparam(
+        None,
+        kind="floats",
+        low=0.0,
+        high=1.0,
+        doc="[D] lower corner of the first box, as a fraction of each dimension's range "
+        "(default 0 in every dimension).",
+    )
+    start_high: jax.Array = hparam(
+        None,
+        kind="floats",
+        low=0.0,
+        high=1.0,
+        doc="[D] upper corner of the first box, likewise (default 0.1 in every dimension).",
+    )
+    ramp_iterations: jax.Array = hparam(
+        100, low=1, doc="Updates until the box covers the whole space (int32)."
+    )
 
 
 @struct.dataclass
@@ -39,51 +55,32 @@ class ScheduleState:
     episodes_seen: jax.Array
 
 
-def _fractions(values, dim: int, name: str) -> tuple[float, ...]:
-    values = tuple(float(v) for v in np.ravel(values))
-    check(len(values) == dim, f"teacher.{name} has {len(values)} entries, the task space {dim}")
-    check(
-        all(0.0 <= v <= 1.0 for v in values),
-        f"teacher.{name} holds fractions of each dimension's range, in [0, 1]; got {values}",
-    )
-    return values
-
-
 @dataclass(frozen=True)
 class ScheduleTeacher:
-    """Uniform over a box growing linearly from a start box to the whole space.
-
-    Config: `start_low` (default 0 in every dimension), `start_high` (default 0.1 in
-    every dimension), fractions of each dimension's range; `ramp_iterations` (100).
-    """
+    """Uniform over a box growing linearly from a start box to the whole space; its keys
+    are those of `ScheduleParams`."""
 
     task_space: Box
-    start_low: tuple | None = None
-    start_high: tuple | None = None
-    ramp_iterations: int = 100
+    hyper: ScheduleParams = nested(ScheduleParams)
 
     def __post_init__(self):
-        dim = self.task_space.dim
-        low = _fractions(
-            (0.0,) * dim if self.start_low is None else self.start_low, dim, "start_low"
-        )
-        high = _fractions(
-            (0.1,) * dim if self.start_high is None else self.start_high, dim, "start_high"
-        )
+        hparams.validate_fields(self, "teacher")
+        hyper, dim = self.hyper, self.task_space.dim
+        low = (0.0,) * dim if hyper.start_low is None else hyper.start_low
+        high = (0.1,) * dim if hyper.start_high is None else hyper.start_high
+        for name, values in (("start_low", low), ("start_high", high)):
+            check(
+                len(values) == dim,
+                f"teacher.{name} has {len(values)} entries, the task space {dim}",
+            )
         check(
             all(lo <= hi for lo, hi in zip(low, high)),
             f"teacher.start_low {low} must be <= teacher.start_high {high} in every dimension",
         )
-        object.__setattr__(self, "start_low", low)
-        object.__setattr__(self, "start_high", high)
-        positive_int(self.ramp_iterations, "ramp_iterations")
+        object.__setattr__(self, "hyper", hyper.replace(start_low=low, start_high=high))
 
     def default_params(self) -> ScheduleParams:
-        return ScheduleParams(
-            start_low=jnp.asarray(self.start_low, jnp.float32),
-            start_high=jnp.asarray(self.start_high, jnp.float32),
-            ramp_iterations=jnp.asarray(self.ramp_iterations, jnp.int32),
-        )
+        return hparams.leaves(self.hyper)
 
     def init(self, key: jax.Array, params: ScheduleParams) -> ScheduleState:
         del key
