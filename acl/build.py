@@ -30,6 +30,7 @@ from acl.teachers import TEACHERS
 from acl.teachers.base import RunContext, StudentSpec
 from acl.train import Components, RunData, Trainer
 from envs import ENVS
+from envs.spaces import task_bound
 
 
 def build_env(config: ExperimentConfig):
@@ -40,9 +41,10 @@ def build_env(config: ExperimentConfig):
     check_kwargs(env_factory, env_kwargs, "env")
     env = env_factory(**env_kwargs)
     if low is not None or high is not None:
-        env.task_space = env.task_space.replace(
-            low=tuple(low if low is not None else env.task_space.low),
-            high=tuple(high if high is not None else env.task_space.high),
+        space = env.task_space
+        env.task_space = space.replace(
+            low=space.low if low is None else task_bound(low, space, "env.task_low"),
+            high=space.high if high is None else task_bound(high, space, "env.task_high"),
             field_name="env.task_low/env.task_high",
         )
     return env
