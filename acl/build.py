@@ -58,10 +58,18 @@ def agent_kwargs(config: ExperimentConfig) -> dict:
     if loop.reinit_every:
         num_updates = max(1, loop.reinit_every // steps_per_iteration)
     kwargs = {"total_updates": num_updates, **config.agent.kwargs}
+    counts = {}
     for key in ("update_epochs", "num_minibatches"):
-        if key in kwargs and int(kwargs[key]) <= 0:
-            raise ConfigError(f"agent.{key} must be a positive integer, got {kwargs[key]}")
-    minibatches = int(kwargs.get("num_minibatches", 1))
+        value = kwargs.get(key, 1)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            # Not a count at all: the agent's own declaration names the expected type.
+            return kwargs
+        if value <= 0:
+            raise ConfigError(f"agent.{key} must be a positive integer, got {value}")
+        counts[key] = value
+    minibatches = counts["num_minibatches"]
     if steps_per_iteration % minibatches:
         raise ConfigError(
             f"agent.num_minibatches ({minibatches}) must divide num_envs * num_steps "
