@@ -124,7 +124,7 @@ def test_the_test_set_is_the_same_under_every_challenge(env_name):
 @pytest.mark.parametrize(
     "section, match",
     [
-        ({"challenge": {"name": "unfeasable"}}, "challenge must be one of"),
+        ({"challenge": {"name": "unfeasable"}}, "challenge.name must be one of"),
         ({"challenge": {"name": "students"}}, "experiments.benchmark"),
         ({"challenge": {"expert": "high"}}, "needs a challenge.name"),
         ({"challenge": {"name": "forgetting", "forgetting_period": 1.5}}, "forgetting_period"),
