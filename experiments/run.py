@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from acl.errors import ConfigError
-from acl.results import format_table
+from acl.results import format_mean_se, format_table
 
 
 def add_overrides_argument(parser: argparse.ArgumentParser) -> None:
@@ -82,15 +82,17 @@ def main(argv=None) -> int:
         "teacher": summary["teacher"],
         "seeds": len(summary["seeds"]),
         "env steps/seed": summary["env_steps"],
-        "% mastered": f"{summary['final_pct_mastered_mean']:.1f} ± "
-        f"{summary['final_pct_mastered_se']:.1f}",
-        "test return": f"{summary['final_mean_return_mean']:.1f} ± "
-        f"{summary['final_mean_return_se']:.1f}",
+        "% mastered": format_mean_se(
+            summary["final_pct_mastered_mean"], summary["final_pct_mastered_se"]
+        ),
+        "test return": format_mean_se(
+            summary["final_mean_return_mean"], summary["final_mean_return_se"]
+        ),
     }
     for metric, label in (("solve_sampled", "solve (sampled)"), ("solve_greedy", "solve (greedy)")):
         if f"final_{metric}_mean" in summary:
-            row[label] = (
-                f"{summary[f'final_{metric}_mean']:.2f} ± {summary[f'final_{metric}_se']:.2f}"
+            row[label] = format_mean_se(
+                summary[f"final_{metric}_mean"], summary[f"final_{metric}_se"], digits=2
             )
     row |= {
         "compile s": f"{summary['compile_seconds']:.1f}",
