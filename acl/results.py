@@ -30,6 +30,8 @@ import numpy as np
 import yaml
 from flax import serialization
 
+from acl.errors import ConfigError
+
 SUMMARY_KEYS = (
     "name",
     "env",
@@ -183,6 +185,16 @@ def _portable_path(path: str) -> str:
         return str(Path(path).resolve().relative_to(root))
     except ValueError:
         return Path(path).name
+
+
+def check_run_dir(path: str | Path, field_name: str = "--out") -> None:
+    """ConfigError naming `field_name` unless `path` can become a run directory: neither
+    it nor a parent may be a file. Checked before compiling, so a bad path costs nothing."""
+    path = Path(path)
+    for part in (path, *path.parents):
+        if part.exists() and not part.is_dir():
+            what = "is" if part == path else f"lies under '{part}', which is"
+            raise ConfigError(f"{field_name}: '{path}' {what} a file, not a directory")
 
 
 class RunDir:

@@ -113,7 +113,7 @@ BAD_INPUTS = [
     (["--set", "loop.num_enms=4"], "loop: unknown config key 'num_enms'; did you mean 'num_envs'"),
     (["--set", "agent.learning_rte=0.1"], "agent: unknown config key 'learning_rte'"),
     (["--set", "colour=blue"], "config: unknown config key 'colour'"),
-    (["--max-minutes", "-1"], "--max-minutes must be >= 0, got -1.0"),
+    (["--max-minutes", "-1"], "--max-minutes must be a finite number >= 0, got -1.0"),
 ]
 
 
