@@ -105,6 +105,11 @@ SET_CASES = [
     ("task bound short", _set("env.task_low=[0.1, 0.1]"), "env.task_low must be a list of 3"),
     ("task bound string", _set("env.task_low=low"), "env.task_low must be a list of 3"),
     ("episode steps", _set("env.max_episode_steps=-5"), "env.max_episode_steps must be a positive"),
+    (
+        "env float inf",
+        _set("env.name=point_reach", "env.unfeasible_max_distance=.inf"),
+        "env.unfeasible_max_distance must be a finite number > 2.0, got inf",
+    ),
     ("env typo", _set("env.name=cartpol"), "env.name: unknown env 'cartpol'; did you mean"),
     ("env key typo", _set("env.max_episode_step=50"), "env: unknown config key 'max_episode_step'"),
     # teacher

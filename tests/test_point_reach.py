@@ -101,6 +101,8 @@ def test_bad_static_config(env):
         make_env("point_reach", max_episode_steps=-3)
     with pytest.raises(ConfigError, match="unfeasible_max_distance"):
         make_env("point_reach", unfeasible_max_distance=1.5)
+    with pytest.raises(ConfigError, match="env.unfeasible_max_distance must be a finite"):
+        make_env("point_reach", unfeasible_max_distance=float("inf"))
 
 
 @pytest.mark.parametrize("env_name", ["point_reach", "cartpole"])
