@@ -30,6 +30,7 @@ from acl.teachers import TEACHERS
 from acl.teachers.base import RunContext, StudentSpec
 from acl.train import Components, RunData, Trainer
 from envs import ENVS
+from envs.spaces import task_bound
 
 
 def build_env(config: ExperimentConfig):
@@ -40,9 +41,10 @@ def build_env(config: ExperimentConfig):
     check_kwargs(env_factory, env_kwargs, "env")
     env = env_factory(**env_kwargs)
     if low is not None or high is not None:
-        env.task_space = env.task_space.replace(
-            low=tuple(low if low is not None else env.task_space.low),
-            high=tuple(high if high is not None else env.task_space.high),
+        space = env.task_space
+        env.task_space = space.replace(
+            low=space.low if low is None else task_bound(low, space, "env.task_low"),
+            high=space.high if high is None else task_bound(high, space, "env.task_high"),
             field_name="env.task_low/env.task_high",
         )
     return env
@@ -56,10 +58,18 @@ def agent_kwargs(config: ExperimentConfig) -> dict:
     if loop.reinit_every:
         num_updates = max(1, loop.reinit_every // steps_per_iteration)
     kwargs = {"total_updates": num_updates, **config.agent.kwargs}
+    counts = {}
     for key in ("update_epochs", "num_minibatches"):
-        if key in kwargs and int(kwargs[key]) <= 0:
-            raise ConfigError(f"agent.{key} must be a positive integer, got {kwargs[key]}")
-    minibatches = int(kwargs.get("num_minibatches", 1))
+        value = kwargs.get(key, 1)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            # Not a count at all: the agent's own declaration names the expected type.
+            return kwargs
+        if value <= 0:
+            raise ConfigError(f"agent.{key} must be a positive integer, got {value}")
+        counts[key] = value
+    minibatches = counts["num_minibatches"]
     if steps_per_iteration % minibatches:
         raise ConfigError(
             f"agent.num_minibatches ({minibatches}) must divide num_envs * num_steps "

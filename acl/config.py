@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 import yaml
 
 from acl.errors import ConfigError
-from acl.hparams import check_keys, unknown_key
+from acl.hparams import check_keys, did_you_mean, unknown_key
 
 
 @dataclass(frozen=True)
@@ -193,7 +194,10 @@ _POSITIVE = {
     "eval.grid_per_dim",
     "eval.episodes_per_task",
 }
-_NON_NEGATIVE = {"eval.sampled_attempts"}
+_NON_NEGATIVE = {"eval.sampled_attempts", "loop.max_feedback"}
+_SEEDS = {"seed", "eval.seed", "challenge.seed"}
+MAX_SEED = 2**32 - 1
+"""numpy's and JAX's seeds are unsigned 32-bit at heart; a negative one is a numpy error."""
 _NAME_OR_NAMES = {"eval.test_set"}
 _OPTIONAL_INT = {"loop.task_pool"}
 _PRESETS = "presets"
@@ -214,10 +218,13 @@ def load_yaml(path: str | Path) -> dict:
     except OSError as err:
         raise ConfigError(f"--config: cannot read '{path}': {err.strerror or err}") from None
     try:
-        data = yaml.safe_load(text) or {}
+        data = yaml.safe_load(text)
     except yaml.YAMLError as err:
         first = str(err).splitlines()[0] if str(err) else "parse error"
         raise ConfigError(f"--config: '{path}' is not valid YAML: {first}") from None
+    # An empty file would otherwise run every default under the name "experiment".
+    if data is None or data == {}:
+        raise ConfigError(f"--config: '{path}' is empty; it must hold a mapping of settings")
     if not isinstance(data, dict):
         raise ConfigError(f"--config: '{path}' must hold a mapping, got {type(data).__name__}")
     return data
@@ -263,6 +270,8 @@ def _section(cls, data: Any, field_name: str):
                 value = int(value)
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ConfigError(f"{field_name}.{key}: expected an integer, got {value!r}")
+        elif isinstance(default, float):
+            value = _finite_float(value, f"{field_name}.{key}")
         elif f"{field_name}.{key}" in _NAME_OR_NAMES:
             value = _name_or_names(value, f"{field_name}.{key}")
         elif f"{field_name}.{key}" in _OPTIONAL_INT:
@@ -274,6 +283,21 @@ def _section(cls, data: Any, field_name: str):
             raise ConfigError(f"{field_name}.{key}: expected a string, got {value!r}")
         values[key] = value
     return cls(**values)
+
+
+def _finite_float(value: Any, field_name: str) -> float:
+    number = value
+    if isinstance(value, str):
+        # YAML 1.1 reads an exponent without a dot (1e-3) as a string.
+        try:
+            number = float(value)
+        except ValueError:
+            pass
+    if isinstance(number, bool) or not isinstance(number, int | float):
+        raise ConfigError(f"{field_name}: expected a number, got {value!r}")
+    if not math.isfinite(number):
+        raise ConfigError(f"{field_name}: expected a finite number, got {value!r}")
+    return float(number)
 
 
 def _name_or_names(value: Any, field_name: str) -> str | list:
@@ -315,8 +339,12 @@ def parse_config(data: dict) -> ExperimentConfig:
     for name, cls in _SECTIONS.items():
         kwargs[name] = _section(cls, data.get(name), name)
     for key in ("seed", "num_seeds"):
+        if isinstance(kwargs.get(key), float) and kwargs[key].is_integer():
+            kwargs[key] = int(kwargs[key])
         if key in kwargs and (not isinstance(kwargs[key], int) or isinstance(kwargs[key], bool)):
             raise ConfigError(f"{key}: expected an integer, got {kwargs[key]!r}")
+    if "name" in kwargs and (not isinstance(kwargs["name"], str) or not kwargs["name"].strip()):
+        raise ConfigError(f"name: expected a non-empty string, got {kwargs['name']!r}")
     config = ExperimentConfig(**kwargs)
     validate(config)
     return config
@@ -381,6 +409,10 @@ def validate(config: ExperimentConfig) -> None:
         value = _get(config, dotted)
         if value < 0:
             raise ConfigError(f"{dotted} must be >= 0, got {value}")
+    for dotted in sorted(_SEEDS):
+        value = _get(config, dotted)
+        if not 0 <= value <= MAX_SEED:
+            raise ConfigError(f"{dotted} must be in 0..{MAX_SEED}, got {value}")
     _validate_challenge(config)
     loop = config.loop
     if loop.reinit_every < 0:
@@ -412,6 +444,10 @@ def validate(config: ExperimentConfig) -> None:
 
 def _validate_challenge(config: ExperimentConfig) -> None:
     challenge = config.challenge
+    period = challenge.forgetting_period
+    # Checked with or without a challenge: a bad value should not wait for one.
+    if isinstance(period, bool) or not isinstance(period, int | float) or not 0 < period < 1:
+        raise ConfigError(f"challenge.forgetting_period must be in (0, 1), got {period!r}")
     if not challenge.name:
         if challenge.expert != "none":
             raise ConfigError("challenge.expert needs a challenge.name (e.g. default)")
@@ -420,10 +456,15 @@ def _validate_challenge(config: ExperimentConfig) -> None:
         raise ConfigError(
             "challenge.name 'students' runs several agents: use experiments.benchmark"
         )
-    ChallengeSpec(challenge.name, challenge.expert)
-    period = challenge.forgetting_period
-    if isinstance(period, bool) or not isinstance(period, int | float) or not 0 < period < 1:
-        raise ConfigError(f"challenge.forgetting_period must be in (0, 1), got {period!r}")
+    # "students" is refused above: it is no choice here.
+    runnable = tuple(c for c in CHALLENGES if c != "students")
+    for key, allowed in (("name", runnable), ("expert", EXPERT_LEVELS)):
+        value = getattr(challenge, key)
+        if value not in allowed:
+            raise ConfigError(
+                f"challenge.{key} must be one of {', '.join(allowed)}, got {value!r}"
+                f"{did_you_mean(value, allowed)}"
+            )
     if config.loop.reinit_every:
         raise ConfigError(
             "loop.reinit_every and a challenge both set the forgetting period; "

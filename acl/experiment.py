@@ -14,6 +14,7 @@ from acl.build import make_train, run_data
 from acl.config import ExperimentConfig
 from acl.results import (
     RunDir,
+    format_mean_se,
     mean_se,
     per_task_columns,
     per_task_summary,
@@ -138,7 +139,9 @@ def run_experiment(
             raise TrainingDiverged(f"{err}; metrics so far are in {run_dir.path}") from None
         final = metrics
         mastered, se = mean_se(metrics.eval_pct_mastered)
-        bar.set_postfix(mastered=f"{mastered:.1f}±{se:.1f}%", steps=int(metrics.env_steps[0]))
+        bar.set_postfix(
+            mastered=f"{format_mean_se(mastered, se)}%", steps=int(metrics.env_steps[0])
+        )
     bar.close()
     wall_seconds = time.perf_counter() - start
     run_dir.save_agent(jax.device_get(carry.seed.agent_state))

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -125,6 +126,14 @@ class HParam:
         if self.kind == "any" or (value is None and self.optional):
             return value
         normal = _normal(self, value)
+        if normal is _NOT_FINITE:
+            # "must be > 0, got inf" would read as a contradiction: say "finite".
+            requirement = self.requirement()
+            if self.kind == "float":
+                requirement = f"a finite number {requirement}".replace(" a number", "")
+            else:
+                requirement = f"{requirement}, all finite"
+            raise ConfigError(f"{name} must be {requirement.strip()}, got {value!r}")
         if normal is _INVALID:
             hint = ""
             if self.kind == "choice" and isinstance(value, str):
@@ -134,6 +143,9 @@ class HParam:
 
 
 _INVALID = object()
+_NOT_FINITE = object()
+"""Inside the bounds but infinite: NaN or inf would only surface after compiling, as a
+non-finite loss."""
 
 
 def _float(value: Any) -> float | object:
@@ -182,7 +194,9 @@ def _normal(spec: HParam, value: Any) -> Any:
         return value if isinstance(value, str) and value in spec.choices else _INVALID
     if kind in ("float", "int"):
         x = (_float if kind == "float" else _int)(value)
-        return x if x is not _INVALID and _within(spec, x) else _INVALID
+        if x is _INVALID or not _within(spec, x):
+            return _INVALID
+        return x if math.isfinite(x) else _NOT_FINITE
     # floats, ints
     if isinstance(value, list | tuple):
         items = list(value)
@@ -196,7 +210,7 @@ def _normal(spec: HParam, value: Any) -> Any:
         return _INVALID
     if (spec.size is not None and len(out) != spec.size) or len(out) < spec.min_size:
         return _INVALID
-    return out
+    return out if all(math.isfinite(x) for x in out) else _NOT_FINITE
 
 
 def _kind_of(default: Any, choices: tuple) -> str:

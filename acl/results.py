@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import platform
 import subprocess
@@ -28,6 +29,8 @@ import jax
 import numpy as np
 import yaml
 from flax import serialization
+
+from acl.errors import ConfigError
 
 SUMMARY_KEYS = (
     "name",
@@ -58,11 +61,29 @@ def enable_compilation_cache() -> None:
 
 
 def mean_se(values) -> tuple[float, float]:
-    """Mean and standard error over seeds (SE = 0 for one seed)."""
+    """Mean and standard error (std ddof=1 / sqrt(n)) over seeds.
+
+    One seed has no spread to estimate: its SE is NaN, not 0, which would claim a
+    perfectly reproducible result. Tables show it as "n/a" (`format_mean_se`)."""
     values = np.asarray(values, dtype=np.float64)
     if values.size < 2:
-        return float(values.mean()), 0.0
+        return float(values.mean()), math.nan
     return float(values.mean()), float(values.std(ddof=1) / np.sqrt(values.size))
+
+
+NOT_AVAILABLE = "n/a"
+"""How a table shows a NaN: an SE over one seed, a figure that does not apply."""
+
+
+def format_number(value: Any, digits: int = 1) -> str:
+    """`value` with `digits` decimals; NaN as "n/a"."""
+    value = float(value)
+    return NOT_AVAILABLE if math.isnan(value) else f"{value:.{digits}f}"
+
+
+def format_mean_se(mean: float, se: float, digits: int = 1, pm: str = "±") -> str:
+    """ "12.3 ± 4.5", or "12.3 ± n/a" when the SE is NaN (one seed)."""
+    return f"{format_number(mean, digits)} {pm} {format_number(se, digits)}"
 
 
 def per_task_values(metrics: Any) -> dict[str, np.ndarray]:
@@ -166,6 +187,16 @@ def _portable_path(path: str) -> str:
         return Path(path).name
 
 
+def check_run_dir(path: str | Path, field_name: str = "--out") -> None:
+    """ConfigError naming `field_name` unless `path` can become a run directory: neither
+    it nor a parent may be a file. Checked before compiling, so a bad path costs nothing."""
+    path = Path(path)
+    for part in (path, *path.parents):
+        if part.exists() and not part.is_dir():
+            what = "is" if part == path else f"lies under '{part}', which is"
+            raise ConfigError(f"{field_name}: '{path}' {what} a file, not a directory")
+
+
 class RunDir:
     """Writes one run directory; every write goes straight to disk."""
 
@@ -263,9 +294,15 @@ def plot_learning_curves(runs: dict[str, Any], out: str | Path, title: str = "")
     plt.close(fig)
 
 
+def _cell(value: Any) -> str:
+    if isinstance(value, float | np.floating) and math.isnan(value):
+        return NOT_AVAILABLE
+    return str(value)
+
+
 def format_table(rows: list[dict], columns: list[str]) -> str:
-    """A plain fixed-width table for the terminal."""
-    cells = [[str(r.get(c, "")) for c in columns] for r in rows]
+    """A plain fixed-width table for the terminal; a NaN cell reads "n/a"."""
+    cells = [[_cell(r.get(c, "")) for c in columns] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
     line = lambda vals: "  ".join(v.ljust(w) for v, w in zip(vals, widths))  # noqa: E731
     out = [line(columns), line(["-" * w for w in widths])]

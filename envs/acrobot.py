@@ -58,7 +58,7 @@ from gymnax.environments.classic_control.acrobot import Acrobot, EnvParams
 from envs._checks import positive_int
 from envs.base import GymnaxTaskEnv
 from envs.registry import ENVS
-from envs.spaces import Box
+from envs.spaces import NON_NEGATIVE, POSITIVE, Box
 
 _NAMES = ("link_mass_1", "link_mass_2", "torque")
 _UNITS = ("kg", "kg", "N m")
@@ -80,6 +80,7 @@ class AcrobotTask(GymnaxTaskEnv):
         names=_NAMES,
         units=_UNITS,
         default=_DEFAULT,
+        limits=(POSITIVE, POSITIVE, NON_NEGATIVE),
     )
     unfeasible_bounds = task_space.replace(
         low=(0.1, 0.1, 0.05), high=(10.0, 10.0, 3.0), field_name="unfeasible_bounds"

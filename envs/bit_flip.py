@@ -37,7 +37,7 @@ from envs._checks import positive_int
 from envs.base import GoalTaskEnv
 from envs.errors import ConfigError
 from envs.registry import ENVS
-from envs.spaces import Box
+from envs.spaces import UNIT, Box
 
 
 @struct.dataclass
@@ -80,7 +80,12 @@ class BitFlip(GoalTaskEnv):
             default += (1.0,) * n
         dim = len(names)
         self.task_space = Box(
-            low=(0.0,) * dim, high=(1.0,) * dim, names=names, units=("",) * dim, default=default
+            low=(0.0,) * dim,
+            high=(1.0,) * dim,
+            names=names,
+            units=("",) * dim,
+            default=default,
+            limits=(UNIT,) * dim,
         )
         self.goal_dim = n
         self.max_episode_steps = n

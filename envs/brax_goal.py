@@ -79,7 +79,7 @@ from envs.point_maze import (
     StartGoalParams,
 )
 from envs.registry import ENVS
-from envs.spaces import Box
+from envs.spaces import UNIT, Box
 
 RADIUS = 0.03
 """Radius of the ball."""
@@ -252,6 +252,7 @@ class BraxGoal(PlanarStartGoalTasks, GoalTaskEnv, StartTaskEnv):
             names=("start_x", "start_y", "goal_x", "goal_y"),
             units=("m",) * 4,
             default=tuple(default.tolist()),
+            limits=(UNIT,) * 4,
         )
         self.success_threshold = -self.max_episode_steps + 0.5
         self.return_bounds = (-float(self.max_episode_steps), 0.0)

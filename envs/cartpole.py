@@ -53,7 +53,7 @@ from gymnax.environments.classic_control.cartpole import CartPole, EnvParams
 from envs._checks import positive_int
 from envs.base import GymnaxTaskEnv
 from envs.registry import ENVS
-from envs.spaces import Box
+from envs.spaces import NON_NEGATIVE, POSITIVE, Box
 
 _NAMES = ("pole_half_length", "pole_mass", "force_mag")
 _UNITS = ("m", "kg", "N")
@@ -75,6 +75,7 @@ class CartPoleTask(GymnaxTaskEnv):
         names=_NAMES,
         units=_UNITS,
         default=_DEFAULT,
+        limits=(POSITIVE, POSITIVE, NON_NEGATIVE),
     )
     unfeasible_bounds = task_space.replace(
         low=(0.05, 0.05, 1.0), high=(2.0, 2.0, 5000.0), field_name="unfeasible_bounds"

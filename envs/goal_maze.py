@@ -72,7 +72,7 @@ from envs._checks import positive_int
 from envs.base import GoalTaskEnv, PositionGoalObservation, StartTaskEnv
 from envs.errors import ConfigError
 from envs.registry import ENVS
-from envs.spaces import Box
+from envs.spaces import UNIT, Box
 
 LAYOUTS: dict[str, str] = {
     "u_maze": """
@@ -299,6 +299,7 @@ class GoalMaze(PositionGoalObservation, GoalTaskEnv, StartTaskEnv):
             names=("start_x", "start_y", "goal_x", "goal_y"),
             units=("col / (W - 1)", "row / (H - 1)") * 2,
             default=default,
+            limits=(UNIT,) * 4,
         )
         self.success_threshold = -self.max_episode_steps + 0.5
         self.return_bounds = (-float(self.max_episode_steps), 0.0)

@@ -84,7 +84,7 @@ from envs._checks import non_negative_int, positive_int
 from envs.base import TaskEnv
 from envs.errors import ConfigError
 from envs.registry import ENVS
-from envs.spaces import Box
+from envs.spaces import UNIT, Box
 
 LEFT, RIGHT, FORWARD = 0, 1, 2
 """The actions: MiniGrid's turn left, turn right, move forward."""
@@ -406,6 +406,7 @@ class Maze(TaskEnv):
             names=tuple(names),
             units=tuple(units),
             default=tuple(default.tolist()),
+            limits=(UNIT,) * len(names),
         )
         self.success_threshold = 0.0
         self.return_bounds = (0.0, 1.0)

@@ -55,7 +55,7 @@ from gymnax.environments.classic_control.continuous_mountain_car import (
 from envs._checks import positive_int
 from envs.base import GymnaxTaskEnv
 from envs.registry import ENVS
-from envs.spaces import Box
+from envs.spaces import NON_NEGATIVE, Box
 
 _NAMES = ("power", "gravity")
 _UNITS = ("position units / step^2", "position units / step^2")
@@ -77,6 +77,7 @@ class MountainCarContinuousTask(GymnaxTaskEnv):
         names=_NAMES,
         units=_UNITS,
         default=_DEFAULT,
+        limits=(NON_NEGATIVE, NON_NEGATIVE),
     )
     unfeasible_bounds = task_space.replace(
         low=(0.0002, 0.0005), high=(0.004, 0.03), field_name="unfeasible_bounds"

@@ -71,7 +71,7 @@ from gymnax.environments.classic_control.pendulum import EnvParams, Pendulum
 from envs._checks import positive_int
 from envs.base import GymnaxTaskEnv
 from envs.registry import ENVS
-from envs.spaces import Box
+from envs.spaces import NON_NEGATIVE, POSITIVE, Box
 
 _NAMES = ("mass", "length", "max_torque")
 _UNITS = ("kg", "m", "N m")
@@ -97,6 +97,7 @@ class PendulumTask(GymnaxTaskEnv):
         names=_NAMES,
         units=_UNITS,
         default=_DEFAULT,
+        limits=(POSITIVE, POSITIVE, NON_NEGATIVE),
     )
     unfeasible_bounds = task_space.replace(
         low=(0.2, 0.2, 0.2), high=(20.0, 3.0, 6.0), field_name="unfeasible_bounds"

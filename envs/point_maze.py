@@ -60,7 +60,7 @@ from envs._checks import positive_int
 from envs.base import GoalTaskEnv, PositionGoalObservation, StartTaskEnv
 from envs.errors import ConfigError
 from envs.registry import ENVS
-from envs.spaces import Box
+from envs.spaces import UNIT, Box
 
 LAYOUTS: dict[str, tuple[tuple[tuple[float, float], tuple[float, float]], ...]] = {
     "u_maze": (((0.0, 0.5), (0.7, 0.5)),),
@@ -345,6 +345,7 @@ class PointMaze(PlanarStartGoalTasks, PositionGoalObservation, GoalTaskEnv, Star
             names=("start_x", "start_y", "goal_x", "goal_y"),
             units=("",) * 4,
             default=tuple(default.tolist()),
+            limits=(UNIT,) * 4,
         )
         self.success_threshold = -self.max_episode_steps + 0.5
         self.return_bounds = (-float(self.max_episode_steps), 0.0)

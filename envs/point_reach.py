@@ -118,10 +118,10 @@ class PointReach(GoalTaskEnv):
         if (
             isinstance(unfeasible_max_distance, bool)
             or not isinstance(unfeasible_max_distance, int | float)
-            or not unfeasible_max_distance > MAX_DISTANCE
+            or not MAX_DISTANCE < unfeasible_max_distance < np.inf
         ):
             raise ConfigError(
-                f"env.unfeasible_max_distance must be a number > {MAX_DISTANCE}, "
+                f"env.unfeasible_max_distance must be a finite number > {MAX_DISTANCE}, "
                 f"got {unfeasible_max_distance!r}"
             )
         angles = np.arange(NUM_ACTIONS - 1) * (np.pi / 4)

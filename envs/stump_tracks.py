@@ -95,7 +95,7 @@ from jax2d.sim_state import SimParams, SimState
 from envs._checks import positive_int
 from envs.base import TaskEnv
 from envs.registry import ENVS
-from envs.spaces import Box
+from envs.spaces import NON_NEGATIVE, Box, Limit
 from envs.walkers import (
     JAX2D_BASE_FRICTION,
     SCALE,
@@ -250,6 +250,8 @@ class StumpTracks(TaskEnv):
         names=("stump_height", "stump_spacing"),
         units=("terrain steps", "units"),
         default=(0.0, 6.0),
+        # Any mean height: the trivial variant's negative ones give the smallest stumps.
+        limits=(Limit(), NON_NEGATIVE),
     )
     unfeasible_bounds = task_space.replace(
         low=(0.0, 0.0), high=(9.0, 6.0), field_name="unfeasible_bounds"

@@ -42,7 +42,7 @@ from flax import struct
 
 from envs._checks import non_negative_int, positive_int
 from envs.registry import ENVS
-from envs.spaces import Box
+from envs.spaces import UNIT, Box
 
 
 @struct.dataclass
@@ -91,7 +91,13 @@ class ToyBandit:
         names = tuple(f"x{i}" for i in range(self.num_dims)) + tuple(
             f"distractor{i}" for i in range(self.num_distractors)
         )
-        self.task_space = Box(low=(0.0,) * dim, high=(1.0,) * dim, names=names, units=("",) * dim)
+        self.task_space = Box(
+            low=(0.0,) * dim,
+            high=(1.0,) * dim,
+            names=names,
+            units=("",) * dim,
+            limits=(UNIT,) * dim,
+        )
         self.num_cubes = self.cubes_per_dim**self.num_dims
         self._edges = _edges_for_float32(self.cubes_per_dim)
         self._strides = np.array(

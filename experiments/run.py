@@ -7,11 +7,20 @@ budget) before the `--set` overrides."""
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
 from acl.errors import ConfigError
-from acl.results import format_table
+from acl.results import check_run_dir, format_mean_se, format_table
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad argument is one line on stderr (exit code 2), like a config
+    error: the usage block it prints first buries the message; --help has the usage."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
 
 
 def add_overrides_argument(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +36,10 @@ def add_overrides_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m experiments.run", description=__doc__)
+    # No abbreviations: `--seed 3` would silently run three seeds (--seeds).
+    parser = OneLineParser(
+        prog="python -m experiments.run", description=__doc__, allow_abbrev=False
+    )
     parser.add_argument("--config", required=True, help="YAML config file")
     add_overrides_argument(parser)
     parser.add_argument(
@@ -53,9 +65,12 @@ def main(argv=None) -> int:
     from acl.train import Trainer
 
     try:
-        if args.max_minutes is not None and not args.max_minutes >= 0:
-            raise ConfigError(f"--max-minutes must be >= 0, got {args.max_minutes}")
+        minutes = args.max_minutes
+        if minutes is not None and not (math.isfinite(minutes) and minutes >= 0):
+            raise ConfigError(f"--max-minutes must be a finite number >= 0, got {minutes}")
         config = load_config(args.config, args.overrides, args.seeds, args.preset)
+        out = Path(args.out or Path("runs") / config.name)
+        check_run_dir(out)
         trainer = Trainer(config, build_components(config))  # builds the test set too
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -65,7 +80,6 @@ def main(argv=None) -> int:
     from acl.results import enable_compilation_cache
 
     enable_compilation_cache()
-    out = Path(args.out or Path("runs") / config.name)
     try:
         summary = run_experiment(
             config,
@@ -82,15 +96,17 @@ def main(argv=None) -> int:
         "teacher": summary["teacher"],
         "seeds": len(summary["seeds"]),
         "env steps/seed": summary["env_steps"],
-        "% mastered": f"{summary['final_pct_mastered_mean']:.1f} ± "
-        f"{summary['final_pct_mastered_se']:.1f}",
-        "test return": f"{summary['final_mean_return_mean']:.1f} ± "
-        f"{summary['final_mean_return_se']:.1f}",
+        "% mastered": format_mean_se(
+            summary["final_pct_mastered_mean"], summary["final_pct_mastered_se"]
+        ),
+        "test return": format_mean_se(
+            summary["final_mean_return_mean"], summary["final_mean_return_se"]
+        ),
     }
     for metric, label in (("solve_sampled", "solve (sampled)"), ("solve_greedy", "solve (greedy)")):
         if f"final_{metric}_mean" in summary:
-            row[label] = (
-                f"{summary[f'final_{metric}_mean']:.2f} ± {summary[f'final_{metric}_se']:.2f}"
+            row[label] = format_mean_se(
+                summary[f"final_{metric}_mean"], summary[f"final_{metric}_se"], digits=2
             )
     row |= {
         "compile s": f"{summary['compile_seconds']:.1f}",

@@ -112,6 +112,31 @@ def test_task_space_is_sane(compiled):
         assert bool(extended.contains(space.default_task))
 
 
+@pytest.mark.parametrize(
+    "low, high, message",
+    [
+        ((-1.0, 0.05, 1.0), None, "dimension 'pole_half_length' must be > 0"),
+        ((0.05, 0.0, 1.0), None, "dimension 'pole_mass' must be > 0"),
+        (None, (2.0, 2.0, -1.0), "dimension 'force_mag' must be >= 0"),
+        (None, (2.0, 2.0, float("inf")), "dimension 'force_mag' must be finite"),
+        ((float("nan"), 0.05, 1.0), None, "dimension 'pole_half_length' must be finite"),
+    ],
+)
+def test_task_bounds_stay_inside_the_physical_limits(low, high, message):
+    space = make_env("cartpole").task_space
+    with pytest.raises(ConfigError, match=message):
+        space.replace(low=low or space.low, high=high or space.high)
+
+
+def test_every_task_space_declares_limits_its_variants_respect():
+    for name in CLASSIC:
+        env = make_env(name)
+        # Built at import, so a variant outside a limit would already have failed.
+        assert len(env.task_space.limits) == env.task_space.dim, name
+        for variant in (env.unfeasible_bounds, env.trivial_bounds):
+            assert variant.limits == env.task_space.limits, name
+
+
 def test_default_task_gives_the_gymnax_default_params(compiled):
     env = compiled.env
     base = env.default_params()

@@ -56,6 +56,8 @@ make_toy = class_factory(ToyTeacher)
         ({"window": 0}, "teacher.window must be an integer >= 1 or null, got 0"),
         ({"widths": [8, 0]}, "teacher.widths must be an integer or a list of integers, each >= 1"),
         ({"ratio": float("nan")}, "teacher.ratio must be in [0, 1], got nan"),
+        ({"scale": float("inf")}, "teacher.scale must be a finite number > 0, got inf"),
+        ({"scale": "inf"}, "teacher.scale must be a finite number > 0, got 'inf'"),
     ],
 )
 def test_a_value_out_of_bounds_names_the_key_and_the_bound(config, message):

@@ -101,6 +101,8 @@ def test_bad_static_config(env):
         make_env("point_reach", max_episode_steps=-3)
     with pytest.raises(ConfigError, match="unfeasible_max_distance"):
         make_env("point_reach", unfeasible_max_distance=1.5)
+    with pytest.raises(ConfigError, match="env.unfeasible_max_distance must be a finite"):
+        make_env("point_reach", unfeasible_max_distance=float("inf"))
 
 
 @pytest.mark.parametrize("env_name", ["point_reach", "cartpole"])
@@ -124,7 +126,7 @@ def test_the_test_set_is_the_same_under_every_challenge(env_name):
 @pytest.mark.parametrize(
     "section, match",
     [
-        ({"challenge": {"name": "unfeasable"}}, "challenge must be one of"),
+        ({"challenge": {"name": "unfeasable"}}, "challenge.name must be one of"),
         ({"challenge": {"name": "students"}}, "experiments.benchmark"),
         ({"challenge": {"expert": "high"}}, "needs a challenge.name"),
         ({"challenge": {"name": "forgetting", "forgetting_period": 1.5}}, "forgetting_period"),

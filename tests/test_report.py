@@ -27,6 +27,7 @@ from scipy import stats
 
 from acl.benchmark import report
 from acl.errors import ConfigError
+from acl.results import format_mean_se, format_table, mean_se
 
 FIXTURE = Path(__file__).parent / "fixtures" / "benchmark_tiny"
 ROOT = Path(__file__).resolve().parents[1]
@@ -256,6 +257,25 @@ def test_latex_table(summ):
         column = SETTINGS.index(report.setting_label(challenge, expert))
         assert cells[column] == _cell(teacher, challenge, expert, summ, "$\\pm$", "$^{*}$")
     assert text.count("$^{*}$") == 2 + 1
+
+
+def test_one_seed_has_no_se_and_every_table_says_n_a(df):
+    # acl.results holds the one mean +- SE: an SE over one seed is NaN (not 0, which would
+    # claim a perfectly reproducible result) and reads "n/a", never "nan".
+    mean, se = mean_se([42.0])
+    assert mean == 42.0 and math.isnan(se)
+    assert format_mean_se(mean, se) == "42.0 ± n/a"
+    assert format_mean_se(*mean_se([1.0, 3.0])) == "2.0 ± 1.0"
+    table = format_table([{"run": "a", "se": se}, {"run": "b", "se": 0.5}], ["run", "se"])
+    assert table.splitlines()[2].split() == ["a", "n/a"] and "nan" not in table
+    one = report.summary(df[df["seed"] == 0])
+    assert (one["n"] == 1).all() and one["se"].isna().all()
+    markdown = report.markdown_table(one)
+    assert "| 20.0 ± n/a | 10.0 ± n/a | 30.0 ± n/a |" in markdown
+    assert "50.0 ± n/a" in markdown and "nan" not in markdown
+    assert "50.0 $\\pm$ n/a" in report.latex_table(one)
+    findings = report.findings_markdown(report.teachmyagent_findings(df[df["seed"] == 0]))
+    assert "nan" not in findings
 
 
 def test_latex_escape():

@@ -63,8 +63,10 @@ from acl.hparams import hparam
 class DQNHyperparams:
     """Numeric hyperparameters; pytree leaves, so a sweep is a vmap."""
 
-    learning_rate: float = hparam(1e-3, doc="Adam step size (HER: 1e-3).")
-    gamma: float = hparam(0.98, low=0.0, high=1.0, doc="Discount factor (HER: 0.98).")
+    learning_rate: float = hparam(1e-3, low=0.0, low_open=True, doc="Adam step size (HER: 1e-3).")
+    gamma: float = hparam(
+        0.98, low=0.0, low_open=True, high=1.0, doc="Discount factor (HER: 0.98)."
+    )
     tau: float = hparam(
         0.95,
         low=0.0,

@@ -54,13 +54,17 @@ from acl.hparams import hparam
 class PPOHyperparams:
     """Numeric hyperparameters; pytree leaves, so a sweep is a vmap."""
 
-    # No bounds: a NaN step size is how tests/test_cli.py checks the non-finite-loss stop.
     learning_rate: float = hparam(
-        2.5e-4, doc="Adam step size at the start (annealed linearly to 0 if anneal_lr)."
+        2.5e-4,
+        low=0.0,
+        low_open=True,
+        doc="Adam step size at the start (annealed linearly to 0 if anneal_lr).",
     )
-    gamma: float = hparam(0.99, low=0.0, high=1.0, doc="Discount factor.")
-    gae_lambda: float = hparam(0.95, low=0.0, high=1.0, doc="GAE lambda.")
-    clip_eps: float = hparam(0.2, low=0.0, doc="Policy ratio clip range.")
+    # Open at 0: gamma = 0 ignores every later reward, lambda = 0 the whole GAE trace.
+    gamma: float = hparam(0.99, low=0.0, low_open=True, high=1.0, doc="Discount factor.")
+    gae_lambda: float = hparam(0.95, low=0.0, low_open=True, high=1.0, doc="GAE lambda.")
+    # 0 would freeze the policy: every ratio is clipped at 1.
+    clip_eps: float = hparam(0.2, low=0.0, low_open=True, doc="Policy ratio clip range.")
     value_clip_eps: float = hparam(
         0.2, doc="Value clip range around the old value prediction (<= 0 disables it)."
     )

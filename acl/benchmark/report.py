@@ -37,6 +37,7 @@ import pandas as pd
 from acl.benchmark.challenges import CHALLENGES
 from acl.benchmark.challenges import EXPERT_LEVELS as EXPERTS
 from acl.errors import ConfigError
+from acl.results import format_mean_se, mean_se
 
 COLUMNS = (
     "suite",
@@ -289,8 +290,7 @@ def summary(df: pd.DataFrame, baseline: str = "random") -> pd.DataFrame:
             base = base.to_numpy(np.float64)
             scores = cell["pct_mastered"].to_numpy(np.float64)
             n = scores.size
-            mean = float(scores.mean())
-            se = float(scores.std(ddof=1) / np.sqrt(n)) if n > 1 else math.nan
+            mean, se = mean_se(scores)
             p = math.nan if teacher == baseline else welch_p(scores, base)
             base_mean = float(base.mean()) if base.size else math.nan
             if base_mean == 0.0:
@@ -323,8 +323,7 @@ def _final_of(final: pd.DataFrame, teacher: str, challenge: str, expert: str = "
 
 
 def _mean_se(values: np.ndarray) -> str:
-    se = values.std(ddof=1) / np.sqrt(values.size) if values.size > 1 else math.nan
-    return f"{values.mean():.1f} ± {se:.1f}"
+    return format_mean_se(*mean_se(values))
 
 
 def teachmyagent_findings(df: pd.DataFrame, baseline: str = "random") -> list[dict]:
@@ -463,9 +462,7 @@ def per_seed_table(df: pd.DataFrame, baseline: str = "random") -> pd.DataFrame:
 
 
 def _fmt_cell(row: pd.Series, pm: str, star: str) -> str:
-    text = f"{row['mean']:.1f}"
-    text += f" {pm} {row['se']:.1f}" if not math.isnan(row["se"]) else f" (n={row['n']})"
-    return text + (star if row["significant"] else "")
+    return format_mean_se(row["mean"], row["se"], pm=pm) + (star if row["significant"] else "")
 
 
 def _grid(summ: pd.DataFrame, pm: str, star: str) -> tuple[list[str], list[str], dict]:
