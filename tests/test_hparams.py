@@ -142,7 +142,7 @@ def test_a_teacher_config_through_the_config_layer():
             "teacher": {"name": "riac", "max_region_size": 60, "random_ratio": 0.3},
         }
     )
-    from acl.train import build_components
+    from acl.build import build_components
 
     teacher = build_components(config).teacher
     assert teacher.max_region_size == 60 and teacher.hyper.random_ratio == 0.3
