@@ -200,7 +200,7 @@ def iterations_to_minimum_fill(trainer) -> int:
     teacher = trainer.teacher
     if not hasattr(teacher, "capacity"):
         return 0
-    levels = teacher.capacity * teacher.minimum_fill_ratio
+    levels = teacher.capacity * teacher.hyper.minimum_fill_ratio
     return math.ceil(levels / trainer.config.loop.num_envs)
 
 

@@ -168,6 +168,26 @@ def test_documented_teacher_defaults_are_what_the_factory_builds(name):
             assert _built_value(teacher, key) == declared.default, key
 
 
+@pytest.mark.parametrize(
+    "name", ["dr", "plr", "robust_plr", "accel", "svgg", "random_goal", "paired"]
+)
+def test_documented_defaults_of_env_teachers_are_what_the_factory_builds(name):
+    from acl.rollout import play
+    from acl.teachers.paired import PAIREDOptions
+    from envs.goal_maze import GoalMaze
+    from envs.maze import Maze
+
+    env = GoalMaze() if name in ("svgg", "random_goal") else Maze(height=6, width=6)
+    context = RunContext(env=env, play=play, num_envs=2)
+    factory = TEACHERS.get(name)
+    teacher = factory(task_space=env.task_space, context=context)
+    # PAIRED's factory-only keys build its learners and editor: no teacher field holds them.
+    built_from = hparams.specs(PAIREDOptions) if name == "paired" else {}
+    for key, declared in factory.hparams.items():
+        if declared.default is not None and key not in built_from:
+            assert _built_value(teacher, key) == declared.default, key
+
+
 @pytest.mark.parametrize("name", AGENTS.names())
 def test_documented_agent_defaults_are_what_the_factory_builds(name):
     factory = AGENTS.get(name)

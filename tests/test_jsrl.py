@@ -15,7 +15,14 @@ from acl.errors import ConfigError
 from acl.rollout import collect, start_slots
 from acl.teachers import TEACHERS
 from acl.teachers.base import Feedback
-from acl.teachers.jsrl import GuidedActor, GuidedExtras, JSRLTeacher, OracleGuide, make_jsrl
+from acl.teachers.jsrl import (
+    GuidedActor,
+    GuidedExtras,
+    JSRLParams,
+    JSRLTeacher,
+    OracleGuide,
+    make_jsrl,
+)
 from envs.goal_maze import GoalMaze
 from tests.teacher_harness import SPACE, check_teacher
 
@@ -230,8 +237,8 @@ def test_curriculum_lowers_h_when_the_threshold_is_met_and_not_otherwise():
         guide_horizon=10,
         n_stages=5,
         window=4,
-        tolerance=0.1,
         return_bounds=(0.0, 1.0),
+        hyper=JSRLParams(tolerance=0.1),
     )
     assert [int(teacher.horizon(s)) for s in range(6)] == [10, 8, 6, 4, 2, 0]
     update = jax.jit(teacher.update)

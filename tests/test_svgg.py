@@ -395,7 +395,7 @@ def test_success_coverage():
         (dict(env=MAZE, alpha=0.5), "alpha"),
         (dict(env=MAZE, random_goal_ratio=1.5), "random_goal_ratio"),
         (dict(env=MAZE, svgd_lr=0.0), "svgd_lr"),
-        (dict(env=MAZE, particles=10), "unknown svgg option"),
+        (dict(env=MAZE, particles=10), "unknown config key 'particles'"),
         (dict(env=MAZE, base_task=(0.5, 0.5)), "base_task"),
     ],
 )
@@ -407,9 +407,9 @@ def test_config_errors(kwargs, message):
 def test_difficulty_presets_set_alpha_and_beta():
     assert make_svgg(MAZE.task_space, env=MAZE).default_params().alpha == 2.0
     hard = make_svgg(MAZE.task_space, env=MAZE, difficulty="hard")
-    assert (hard.alpha, hard.beta) == (2.0, 4.0)
+    assert (hard.hyper.alpha, hard.hyper.beta) == (2.0, 4.0)
     custom = make_svgg(MAZE.task_space, env=MAZE, difficulty="hard", beta=3.0)
-    assert (custom.alpha, custom.beta) == (2.0, 3.0)
+    assert (custom.hyper.alpha, custom.hyper.beta) == (2.0, 3.0)
 
 
 @pytest.mark.parametrize("name", ["svgg", "random_goal"])

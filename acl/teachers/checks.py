@@ -15,13 +15,6 @@ def check(cond: bool, message: str) -> None:
         raise ConfigError(message)
 
 
-def positive_int(value, name: str) -> int:
-    """`value` as an int, or a ConfigError naming `teacher.<name>`."""
-    ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 1
-    check(ok, f"teacher.{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
 def check_env(
     env,
     task_space: Box,

@@ -67,8 +67,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from acl import hparams
 from acl.agents import AGENTS
 from acl.errors import ConfigError
+from acl.hparams import hparam, nested
 from acl.spaces import Box
 from acl.teachers import checks
 from acl.teachers.base import TEACHERS, Feedback, RunContext, SampleInfo, run_default
@@ -250,12 +252,20 @@ class GuidedActor:
 
 @struct.dataclass
 class JSRLParams:
-    """Numeric hyperparameters (pytree leaves, vmappable)."""
+    """Numeric hyperparameters (pytree leaves, vmappable): as configured on the teacher
+    (`hyper`), as arrays in `default_params()`, where `tolerance` is in return units."""
 
-    tolerance: jax.Array
-    """In return units: a stage ends when its mean return >= best - tolerance."""
-    base_task: jax.Array
-    """[D] the one task handed out."""
+    tolerance: jax.Array = hparam(
+        0.05,
+        low=0.0,
+        doc="Fraction of the return range (return_bounds) the evaluated return may fall "
+        "below the best for the next stage to start.",
+    )
+    base_task: jax.Array = hparam(
+        None,
+        kind="floats",
+        doc="[D] the one task handed out; default: the task space's default task.",
+    )
 
 
 @struct.dataclass
@@ -286,59 +296,62 @@ class JSRLTeacher:
 
     task_space: Box
     """The env's task space; tasks handed out have one more column, h."""
-    guide: Any
-    """Object with a jittable act(obs, key) (static)."""
-    guide_horizon: int
-    """H: the first stage's h, and the top of the random variant's range."""
-    variant: str = "curriculum"
-    """curriculum (h from H down to 0 by stages) or random (h uniform per episode)."""
-    n_stages: int = 10
-    """Stages from h = H to h = 0 (n_stages + 1 horizons)."""
-    window: int = 100
-    """Episodes averaged into a stage's evaluated return."""
-    tolerance: float = 0.05
-    """Fraction of the return range the evaluated return may fall below the best."""
-    base_task: tuple[float, ...] | None = None
-    """The task handed out; None: the task space's default task."""
-    return_bounds: tuple[float, float] | None = None
-    """The env's (low, high) returns; scales `tolerance`. None: (0, 1)."""
+    guide: Any = hparam(
+        "oracle",
+        kind="any",
+        doc='"oracle", "saved" (make_jsrl builds them; module docstring) or an object with a '
+        "jittable act(obs, key) (static).",
+    )
+    guide_horizon: int | None = hparam(
+        None,
+        kind="int",
+        low=0,
+        doc="H: the first stage's h, and the top of the random variant's range; default: "
+        "the oracle's path length from the base task's start to its goal, else the env's "
+        "episode-length limit.",
+    )
+    variant: str = hparam(
+        "curriculum",
+        choices=VARIANTS,
+        doc="curriculum (h from H down to 0 by stages) or random (h uniform per episode).",
+    )
+    n_stages: int = hparam(10, low=1, doc="Stages from h = H to h = 0 (n_stages + 1 horizons).")
+    window: int = hparam(100, low=1, doc="Episodes averaged into a stage's evaluated return.")
+    return_bounds: tuple[float, float] | None = hparam(
+        None,
+        kind="floats",
+        size=2,
+        doc="The env's (low, high) returns, which scale tolerance; default: the run's, "
+        "else (0, 1).",
+    )
+    hyper: JSRLParams = nested(JSRLParams)
 
     def __post_init__(self):
         checks.check(
             callable(getattr(self.guide, "act", None)),
             f"teacher.guide: needs an object with act(obs, key), got {self.guide!r}",
         )
+        hparams.validate_fields(self, "teacher")
         checks.check(
-            self.variant in VARIANTS,
-            f"teacher.variant must be one of {', '.join(VARIANTS)}, got {self.variant!r}",
-        )
-        h = self.guide_horizon
-        ok = isinstance(h, (int, np.integer)) and not isinstance(h, bool) and h >= 0
-        checks.check(ok, f"teacher.guide_horizon must be an integer >= 0, got {h!r}")
-        object.__setattr__(self, "guide_horizon", int(h))
-        object.__setattr__(self, "n_stages", checks.positive_int(self.n_stages, "n_stages"))
-        object.__setattr__(self, "window", checks.positive_int(self.window, "window"))
-        checks.check(
-            float(self.tolerance) >= 0,
-            f"teacher.tolerance must be >= 0, got {self.tolerance}",
+            self.guide_horizon is not None,
+            "teacher.guide_horizon: needed when neither the guide nor an env gives one",
         )
         if self.return_bounds is not None:
-            lo, hi = map(float, self.return_bounds)
             checks.check(
-                lo < hi, f"teacher.return_bounds needs low < high, got {self.return_bounds}"
+                self.return_bounds[0] < self.return_bounds[1],
+                f"teacher.return_bounds needs low < high, got {self.return_bounds}",
             )
-            object.__setattr__(self, "return_bounds", (lo, hi))
-        object.__setattr__(self, "base_task", checks.base_task(self.task_space, self.base_task))
+        base = checks.base_task(self.task_space, self.hyper.base_task)
+        object.__setattr__(self, "hyper", self.hyper.replace(base_task=base))
 
     # -- parameters and state ----------------------------------------------------------
 
     def default_params(self) -> JSRLParams:
         lo, hi = self.return_bounds or (0.0, 1.0)
-        base = self.task_space.default_task if self.base_task is None else self.base_task
-        return JSRLParams(
-            tolerance=jnp.asarray(float(self.tolerance) * (hi - lo), jnp.float32),
-            base_task=jnp.asarray(base, jnp.float32),
-        )
+        hyper = self.hyper.replace(tolerance=self.hyper.tolerance * (hi - lo))
+        if hyper.base_task is None:
+            hyper = hyper.replace(base_task=self.task_space.default_task)
+        return hparams.leaves(hyper)
 
     def init(self, key: jax.Array, params: JSRLParams) -> JSRLState:
         del key
@@ -450,31 +463,43 @@ class JSRLTeacher:
         }
 
 
+@dataclass(frozen=True)
+class GuideOptions:
+    """The keys `make_jsrl` builds a named guide ("oracle", "saved") from."""
+
+    guide_epsilon: float = hparam(
+        0.0, low=0.0, high=1.0, doc="The oracle guide's probability of a uniform random action."
+    )
+    guide_run: str | None = hparam(
+        None,
+        kind="any",
+        doc="The saved guide's run directory (agent_params.msgpack and config.yaml).",
+    )
+    guide_seed: int = hparam(
+        0, low=0, doc="The seed of guide_run whose final agent is the saved guide."
+    )
+    guide_deterministic: bool = hparam(True, doc="The saved guide acts greedily.")
+
+    def __post_init__(self):
+        hparams.validate_fields(self, "teacher")
+
+
 def make_jsrl(
-    task_space: Box,
-    context: RunContext | None = None,
-    env=None,
-    guide: Any = "oracle",
-    guide_epsilon: float = 0.0,
-    guide_run: str | None = None,
-    guide_seed: int = 0,
-    guide_deterministic: bool = True,
-    guide_horizon: int | None = None,
-    variant: str = "curriculum",
-    n_stages: int = 10,
-    window: int = 100,
-    tolerance: float = 0.05,
-    base_task=None,
-    return_bounds=None,
+    task_space: Box, context: RunContext | None = None, env=None, **config
 ) -> JSRLTeacher:
     """JSRLTeacher with its guide built from config keys (module docstring). The env (the
     oracle guide reads it; H defaults to its limit) and the return bounds come from the
     run's `context` unless given."""
+    args, options = hparams.split(config, JSRLTeacher, GuideOptions, field_name="teacher")
+    options = GuideOptions(**options)
     env = run_default(context, "env", env)
-    return_bounds = run_default(context, "return_bounds", return_bounds)
-    base = checks.base_task(task_space, base_task)
+    args["return_bounds"] = run_default(context, "return_bounds", args.get("return_bounds"))
+    # The guide's default horizon starts from the base task: check it before building.
+    hyper = hparams.validated(args["hyper"], "teacher")
+    base = checks.base_task(task_space, hyper.base_task)
     base = task_space.default_task if base is None else base
     default_horizon = None if env is None else int(env.max_episode_steps)
+    guide = args.get("guide", JSRLTeacher.guide)
     if isinstance(guide, str):
         if guide == "oracle":
             checks.check(
@@ -482,60 +507,36 @@ def make_jsrl(
                 "teacher.guide: the oracle guide needs an env with oracle_action "
                 f"(goal_maze); got {type(env).__name__ if env is not None else 'no env'}",
             )
-            eps = float(guide_epsilon)
-            checks.check(0.0 <= eps <= 1.0, f"teacher.guide_epsilon must be in [0, 1], got {eps}")
-            guide = OracleGuide(env, eps)
+            guide = OracleGuide(env, options.guide_epsilon)
             default_horizon = guide.episode_length(np.asarray(base, np.float32))
         elif guide == "saved":
             checks.check(
-                guide_run is not None, "teacher.guide_run: the saved guide needs a run dir"
+                options.guide_run is not None, "teacher.guide_run: the saved guide needs a run dir"
             )
             checks.check(env is not None, "teacher.guide_run: the saved guide needs the env")
-            guide = load_agent_guide(guide_run, env, int(guide_seed), guide_deterministic)
+            guide = load_agent_guide(
+                options.guide_run, env, options.guide_seed, options.guide_deterministic
+            )
         else:
             raise ConfigError(
                 f"teacher.guide must be oracle or saved (or a guide object), got {guide!r}"
             )
-    if guide_horizon is None:
+    args["guide"] = guide
+    if args.get("guide_horizon") is None:
         checks.check(
             default_horizon is not None,
             "teacher.guide_horizon: needed when neither the guide nor an env gives one",
         )
-        guide_horizon = default_horizon
-    return JSRLTeacher(
-        task_space=task_space,
-        guide=guide,
-        guide_horizon=guide_horizon,
-        variant=variant,
-        n_stages=n_stages,
-        window=window,
-        tolerance=tolerance,
-        base_task=base_task,
-        return_bounds=return_bounds,
-    )
+        args["guide_horizon"] = default_horizon
+    return JSRLTeacher(task_space=task_space, **args)
 
 
-make_jsrl.config_keys = frozenset(
-    {
-        "guide",
-        "guide_epsilon",
-        "guide_run",
-        "guide_seed",
-        "guide_deterministic",
-        "guide_horizon",
-        "variant",
-        "n_stages",
-        "window",
-        "tolerance",
-        "base_task",
-        "return_bounds",
-    }
-)
-
+hparams.declare(make_jsrl, JSRLTeacher, GuideOptions)
 TEACHERS.register("jsrl")(make_jsrl)
 
 __all__ = [
     "AgentGuide",
+    "GuideOptions",
     "GuidedActor",
     "GuidedCarry",
     "GuidedExtras",

@@ -64,10 +64,12 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from acl import hparams
 from acl.agents import AGENTS
 from acl.agents.common import Transition
 from acl.config import check_kwargs
 from acl.errors import ConfigError
+from acl.hparams import hparam, nested
 from acl.spaces import Box
 from acl.teachers.base import (
     TEACHERS,
@@ -187,10 +189,12 @@ class _EditorRollout:
 
 @struct.dataclass
 class PAIREDParams:
-    """Numeric options (pytree leaves, vmappable)."""
+    """Numeric options (pytree leaves, vmappable): as configured on the teacher
+    (`hyper`), as arrays in `default_params()`."""
 
-    clip_regret: jax.Array
-    """bool: clip the regret at 0."""
+    clip_regret: jax.Array = hparam(
+        True, doc="Clip the regret at 0 (as most codebases do); a bool leaf."
+    )
 
 
 @struct.dataclass
@@ -239,18 +243,20 @@ class PAIREDTeacher:
     """The adversary agent (acts in `editor`)."""
     antagonist: Any
     """The antagonist agent (acts in `env`)."""
-    clip_regret: bool = True
-    snapshot_levels: int = 4
-    """Levels of the last batch `snapshot` returns."""
+    snapshot_levels: int = hparam(4, low=0, doc="Levels of the last batch `snapshot` returns.")
+    hyper: PAIREDParams = nested(PAIREDParams)
     num_levels: int = 0
     """Levels per sample the state is sized for at `init` (the loop's num_envs)."""
+
+    def __post_init__(self):
+        hparams.validate_fields(self, "teacher")
 
     @property
     def _editor_env(self) -> _EditorRollout:
         return _EditorRollout(self.editor)
 
     def default_params(self) -> PAIREDParams:
-        return PAIREDParams(clip_regret=jnp.asarray(bool(self.clip_regret)))
+        return hparams.leaves(self.hyper)
 
     def init(self, key: jax.Array, params: PAIREDParams) -> PAIREDState:
         adv_key, ant_key, key = jax.random.split(key, 3)
@@ -443,22 +449,66 @@ def _make_agent(
     return agent
 
 
+@dataclass(frozen=True)
+class PAIREDOptions:
+    """The keys `make_paired` builds the editor and the two learners from."""
+
+    adversary_agent: Any = hparam(
+        "recurrent_ppo",
+        kind="any",
+        doc="The adversary: a registered agent's name (dcd's is an LSTM policy) or an "
+        "agent object.",
+    )
+    adversary_kwargs: dict | None = hparam(
+        None,
+        kind="any",
+        doc="A named adversary's config keys, over the UED codebases' PPO settings "
+        "(ADVERSARY_DEFAULTS) where it takes them.",
+    )
+    antagonist_agent: Any = hparam(
+        None,
+        kind="any",
+        doc="The antagonist: a registered agent's name or an agent object; default: the "
+        "protagonist's agent, else ppo.",
+    )
+    antagonist_kwargs: dict | None = hparam(
+        None,
+        kind="any",
+        doc="A named antagonist's config keys; default: the protagonist's when it copies "
+        "the protagonist's agent.",
+    )
+    num_wall_steps: int | None = hparam(
+        None,
+        kind="int",
+        low=0,
+        doc="Walls the adversary places per level; default: the editor's (dcd's 50).",
+    )
+    noise_dim: int | None = hparam(
+        None,
+        kind="int",
+        low=1,
+        doc="Size of the adversary's noise vector; default: the editor's (50).",
+    )
+    num_envs: int | None = hparam(
+        None,
+        kind="int",
+        low=1,
+        doc="Levels per sample, which learners that bind to their env need; default: "
+        "the run's loop.num_envs (a config may repeat it, not change it).",
+    )
+
+    def __post_init__(self):
+        hparams.validate_fields(self, "teacher")
+
+
 def make_paired(
     task_space: Box,
     context: RunContext | None = None,
     env=None,
-    adversary_agent: Any = "recurrent_ppo",
-    adversary_kwargs: dict | None = None,
-    antagonist_agent: Any = None,
-    antagonist_kwargs: dict | None = None,
-    num_wall_steps: int | None = None,
-    noise_dim: int | None = None,
-    clip_regret: bool = True,
-    snapshot_levels: int = 4,
-    num_envs: int | None = None,
     student_agent: str | None = None,
     student_kwargs: dict | None = None,
     play=None,
+    **config,
 ) -> PAIREDTeacher:
     """PAIREDTeacher from config keys (module docstring). A run's `context` gives the
     env, the instance count (`num_envs`, which a config may repeat but not change) and the
@@ -466,6 +516,13 @@ def make_paired(
     `total_updates` included), and the rollout (`play`), unless given. `adversary_agent`
     and `antagonist_agent` name registered agents (acl.agents.AGENTS) or are agent objects
     (then without kwargs). `num_wall_steps` and `noise_dim` default to the editor's."""
+    args, options = hparams.split(config, PAIREDTeacher, PAIREDOptions, field_name="teacher")
+    # The learners are built before the teacher: its own keys are checked first.
+    for key, declared in hparams.specs(PAIREDTeacher).items():
+        if key in config:
+            declared.check(config[key], f"teacher.{key}")
+    options = PAIREDOptions(**options)
+    num_envs = options.num_envs
     require_batch_mode(context, "paired")
     env = run_default(context, "env", env)
     play = run_default(context, "play", play)
@@ -491,19 +548,11 @@ def make_paired(
             f"teacher paired: the task space has {task_space.dim} dimensions, the maze's "
             f"levels {env.task_dim} (a challenge's unit cube cannot hold levels)"
         )
-    if not isinstance(clip_regret, bool):
-        raise ConfigError(f"teacher.clip_regret must be true or false, got {clip_regret!r}")
-    ok = isinstance(snapshot_levels, int) and not isinstance(snapshot_levels, bool)
-    if not ok or snapshot_levels < 0:
-        raise ConfigError(
-            f"teacher.snapshot_levels must be an integer >= 0, got {snapshot_levels!r}"
-        )
-    if num_envs is not None and (type(num_envs) is not int or num_envs < 1):
-        raise ConfigError(f"teacher.num_envs must be a positive integer, got {num_envs!r}")
     if student_kwargs is not None and not isinstance(student_kwargs, dict):
         raise ConfigError(f"teacher.student_kwargs must be a mapping, got {student_kwargs!r}")
-    editor = env.level_editor(num_wall_steps=num_wall_steps, noise_dim=noise_dim)
+    editor = env.level_editor(num_wall_steps=options.num_wall_steps, noise_dim=options.noise_dim)
     total_updates = (student_kwargs or {}).get("total_updates")
+    antagonist_agent, antagonist_kwargs = options.antagonist_agent, options.antagonist_kwargs
     if antagonist_agent is None:
         # Same kind and settings as the protagonist when the loop says what that is.
         antagonist_agent = student_agent or "ppo"
@@ -516,8 +565,8 @@ def make_paired(
     )
     adversary = _make_agent(
         "adversary",
-        adversary_agent,
-        adversary_kwargs,
+        options.adversary_agent,
+        options.adversary_kwargs,
         editor,
         num_envs,
         total_updates,
@@ -535,31 +584,19 @@ def make_paired(
         play=play,
         adversary=adversary,
         antagonist=antagonist,
-        clip_regret=clip_regret,
-        snapshot_levels=snapshot_levels,
         num_levels=num_envs or 0,
+        **args,
     )
 
 
-make_paired.config_keys = frozenset(
-    {
-        "adversary_agent",
-        "adversary_kwargs",
-        "antagonist_agent",
-        "antagonist_kwargs",
-        "num_wall_steps",
-        "noise_dim",
-        "clip_regret",
-        "snapshot_levels",
-        "num_envs",
-    }
-)
+hparams.declare(make_paired, PAIREDTeacher, PAIREDOptions)
 
 TEACHERS.register("paired")(make_paired)
 
 __all__ = [
     "ADVERSARY_DEFAULTS",
     "EpisodeReturns",
+    "PAIREDOptions",
     "PAIREDParams",
     "PAIREDState",
     "PAIREDTeacher",

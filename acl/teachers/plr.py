@@ -83,15 +83,17 @@ own batch kind (the branches become selects, all cheap).
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
+from acl import hparams
 from acl.agents.common import Transition, gae
 from acl.errors import ConfigError
+from acl.hparams import hparam, nested
 from acl.spaces import Box
 from acl.teachers import checks
 from acl.teachers.base import (
@@ -118,15 +120,17 @@ SCORE_FUNCTIONS = ("pvl", "maxmc")
 PRIORITIZATIONS = ("rank", "topk")
 
 
-def _num_walls(env, num_walls) -> int:
-    """The generator's wall count: `num_walls`, or the env's own (`env.num_walls`)."""
-    if num_walls is None:
-        num_walls = getattr(env, "num_walls", 25)
-    checks.check(
-        isinstance(num_walls, int) and not isinstance(num_walls, bool) and num_walls >= 0,
-        f"teacher.num_walls must be a non-negative integer, got {num_walls!r}",
-    )
-    return num_walls
+ENV_DOC = "The env whose generator draws the levels (static); default: the run's."
+NUM_WALLS_DOC = (
+    "Walls of each generated level (int32); default: the env's own num_walls (the maze's 25)."
+)
+
+
+def _with_num_walls(hyper, env):
+    """`hyper` with its num_walls filled in: the env's own (`env.num_walls`) if unset."""
+    if hyper.num_walls is not None:
+        return hyper
+    return hyper.replace(num_walls=int(getattr(env, "num_walls", 25)))
 
 
 # -- domain randomisation --------------------------------------------------------------
@@ -134,8 +138,10 @@ def _num_walls(env, num_walls) -> int:
 
 @struct.dataclass
 class DRParams:
-    num_walls: jax.Array
-    """int32 walls of each generated level."""
+    """Numeric hyperparameters (pytree leaves, vmappable): as configured on the teacher
+    (`hyper`), as arrays in `default_params()`."""
+
+    num_walls: jax.Array = hparam(None, kind="int", low=0, doc=NUM_WALLS_DOC)
 
 
 @struct.dataclass
@@ -149,9 +155,8 @@ class DRTeacher:
     """Domain randomisation: every level fresh from the env's generator."""
 
     task_space: Box
-    env: Any = None
-    num_walls: int | None = None
-    """Walls of each level; None: the env's own `num_walls` (the maze's 25)."""
+    env: Any = hparam(None, kind="any", doc=ENV_DOC)
+    hyper: DRParams = nested(DRParams)
 
     def __post_init__(self):
         checks.check_env(
@@ -162,10 +167,11 @@ class DRTeacher:
             build=_build("dr"),
             methods=("sample_tasks",),
         )
-        object.__setattr__(self, "num_walls", _num_walls(self.env, self.num_walls))
+        hparams.validate_fields(self, "teacher")
+        object.__setattr__(self, "hyper", _with_num_walls(self.hyper, self.env))
 
     def default_params(self) -> DRParams:
-        return DRParams(num_walls=jnp.int32(self.num_walls))
+        return hparams.leaves(self.hyper)
 
     def init(self, key: jax.Array, params: DRParams) -> DRState:
         del key
@@ -261,20 +267,26 @@ def level_stats(rollout: Transition, gamma=None, gae_lambda=None, reward_scale=N
 
 @struct.dataclass
 class PLRParams:
-    """Numeric hyperparameters (pytree leaves, vmappable)."""
+    """Numeric hyperparameters (pytree leaves, vmappable), JaxUED's maze defaults: as
+    configured on the teacher (`hyper`), as arrays in `default_params()`."""
 
-    replay_prob: jax.Array
-    """Probability of a replay batch once the buffer is filled enough."""
-    staleness_coeff: jax.Array
-    """c: weight of the staleness distribution in the replay weights."""
-    temperature: jax.Array
-    """T of rank prioritisation, h(rank)^(1/T)."""
-    minimum_fill_ratio: jax.Array
-    """No replay until this share of the buffer is filled."""
-    topk_k: jax.Array
-    """int32 k of topk prioritisation."""
-    num_walls: jax.Array
-    """int32 walls of each generated level."""
+    replay_prob: jax.Array = hparam(
+        0.8,
+        low=0.0,
+        high=1.0,
+        doc="Probability of a replay batch once the buffer is filled enough.",
+    )
+    staleness_coeff: jax.Array = hparam(
+        0.3, low=0.0, high=1.0, doc="c: weight of the staleness distribution in the replay weights."
+    )
+    temperature: jax.Array = hparam(
+        0.3, low=0.0, low_open=True, doc="T of rank prioritisation, h(rank)^(1/T)."
+    )
+    minimum_fill_ratio: jax.Array = hparam(
+        0.5, low=0.0, high=1.0, doc="No replay until this share of the buffer is filled."
+    )
+    topk_k: jax.Array = hparam(4, low=1, doc="k of topk prioritisation (int32).")
+    num_walls: jax.Array = hparam(None, kind="int", low=0, doc=NUM_WALLS_DOC)
 
 
 @struct.dataclass
@@ -325,27 +337,24 @@ class PLRTeacher:
     """PLR, robust PLR (`robust`) and ACCEL (`num_edits` > 0); see the module docstring."""
 
     task_space: Box
-    env: Any = None
-    capacity: int = 4000
-    """Buffer slots (JaxUED, dcd: 4000)."""
-    score_function: str = "maxmc"
-    """Score: "maxmc" (JaxUED's maze default) or "pvl" (module docstring)."""
-    prioritization: str = "rank"
-    """Replay prioritisation: "rank" or "topk" (module docstring)."""
+    env: Any = hparam(None, kind="any", doc=ENV_DOC)
+    capacity: int = hparam(4000, low=1, doc="Buffer slots (JaxUED, dcd: 4000).")
+    score_function: str = hparam(
+        "maxmc",
+        choices=SCORE_FUNCTIONS,
+        doc='Level score: "maxmc" (JaxUED\'s maze default) or "pvl" (plr module docstring).',
+    )
+    prioritization: str = hparam(
+        "rank", choices=PRIORITIZATIONS, doc="Replay prioritisation (plr module docstring)."
+    )
+    snapshot_size: int = hparam(16, low=1, doc="Highest-weight levels recorded by `snapshot`.")
+    hyper: PLRParams = nested(PLRParams)
     robust: bool = False
-    """No student learning on new and edited levels (robust PLR, ACCEL)."""
+    """No student learning on new and edited levels (robust PLR, ACCEL); set by the
+    factory, not a config key."""
     num_edits: int = 0
-    """ACCEL: wall edits per edited level; 0: no edit batches (PLR)."""
-    snapshot_size: int = 16
-    """Highest-weight levels recorded by `snapshot`."""
-    replay_prob: float = 0.8
-    staleness_coeff: float = 0.3
-    temperature: float = 0.3
-    minimum_fill_ratio: float = 0.5
-    """JaxUED's maze default: replay once half the buffer is filled."""
-    topk_k: int = 4
-    num_walls: int | None = None
-    """Walls of each generated level; None: the env's own `num_walls` (the maze's 25)."""
+    """ACCEL: wall edits per edited level (make_accel's `num_edits`, checked there); 0:
+    no edit batches (PLR)."""
 
     def __post_init__(self):
         name = self.name
@@ -353,55 +362,15 @@ class PLRTeacher:
         checks.check_env(
             self.env, self.task_space, name, uses=PLR_USES, build=_build(name), methods=methods
         )
-        object.__setattr__(self, "num_walls", _num_walls(self.env, self.num_walls))
-
-        def integer(value, key, low):
-            checks.check(
-                isinstance(value, int) and not isinstance(value, bool) and value >= low,
-                f"teacher.{key} must be an integer >= {low}, got {value!r}",
-            )
-
-        def unit(value, key):
-            checks.check(
-                isinstance(value, (int, float)) and 0.0 <= value <= 1.0,
-                f"teacher.{key} must be in [0, 1], got {value!r}",
-            )
-
-        integer(self.capacity, "capacity", 1)
-        integer(self.num_edits, "num_edits", 0)
-        integer(self.snapshot_size, "snapshot_size", 1)
-        integer(self.topk_k, "topk_k", 1)
-        checks.check(
-            self.score_function in SCORE_FUNCTIONS,
-            f"teacher.score_function: unknown {self.score_function!r} "
-            f"(known: {', '.join(SCORE_FUNCTIONS)})",
-        )
-        checks.check(
-            self.prioritization in PRIORITIZATIONS,
-            f"teacher.prioritization: unknown {self.prioritization!r} "
-            f"(known: {', '.join(PRIORITIZATIONS)})",
-        )
-        checks.check(
-            isinstance(self.temperature, (int, float)) and self.temperature > 0,
-            f"teacher.temperature must be > 0, got {self.temperature!r}",
-        )
-        for key in ("replay_prob", "staleness_coeff", "minimum_fill_ratio"):
-            unit(getattr(self, key), key)
+        hparams.validate_fields(self, "teacher")
+        object.__setattr__(self, "hyper", _with_num_walls(self.hyper, self.env))
 
     @property
     def name(self) -> str:
         return "accel" if self.num_edits else "robust_plr" if self.robust else "plr"
 
     def default_params(self) -> PLRParams:
-        f = functools.partial(jnp.asarray, dtype=jnp.float32)
-        return PLRParams(
-            replay_prob=f(self.replay_prob),
-            staleness_coeff=f(self.staleness_coeff),
-            temperature=f(self.temperature),
-            minimum_fill_ratio=f(self.minimum_fill_ratio),
-            topk_k=jnp.int32(self.topk_k),
-            num_walls=jnp.int32(self.num_walls),
-        )
+        return hparams.leaves(self.hyper)
 
     def init(self, key: jax.Array, params: PLRParams) -> PLRState:
         del key
@@ -585,55 +554,39 @@ class PLRTeacher:
 
 # -- registration ----------------------------------------------------------------------
 
-_PLR_KEYS = frozenset(f.name for f in fields(PLRTeacher)) - {"task_space", "robust", "num_edits"}
+NUM_EDITS = hparams.spec(5, low=1, doc="ACCEL: wall edits per edited level.")
+"""accel's one key besides PLR's."""
 
 
-def _plr_kwargs(name: str, context: RunContext | None, kwargs: dict) -> dict:
-    """Checks the keys and the loop mode; the env comes from the run unless given."""
-    _check_keys(name, kwargs, _PLR_KEYS)
+def _make(name: str, task_space: Box, context: RunContext | None, config: dict, **fixed):
+    """A PLRTeacher from PLR's config keys, in batch mode, on the run's env unless given;
+    `fixed`: the fields that make it robust PLR or ACCEL."""
+    (args,) = hparams.split(config, PLRTeacher, field_name="teacher")
     require_batch_mode(context, name)
-    return {**kwargs, "env": run_default(context, "env", kwargs.get("env"))}
+    args["env"] = run_default(context, "env", args.get("env"))
+    return PLRTeacher(task_space=task_space, **args, **fixed)
 
 
-def make_plr(task_space: Box, context: RunContext | None = None, **kwargs) -> PLRTeacher:
+def make_plr(task_space: Box, context: RunContext | None = None, **config) -> PLRTeacher:
     """Prioritized Level Replay (the run's env, or env=...)."""
-    kwargs = _plr_kwargs("plr", context, kwargs)
-    return PLRTeacher(task_space=task_space, robust=False, **kwargs)
+    return _make("plr", task_space, context, config)
 
 
-def make_robust_plr(task_space: Box, context: RunContext | None = None, **kwargs) -> PLRTeacher:
+def make_robust_plr(task_space: Box, context: RunContext | None = None, **config) -> PLRTeacher:
     """Robust PLR: PLR without student learning on new levels (the run's env, or env=...)."""
-    kwargs = _plr_kwargs("robust_plr", context, kwargs)
-    return PLRTeacher(task_space=task_space, robust=True, **kwargs)
+    return _make("robust_plr", task_space, context, config, robust=True)
 
 
-def make_accel(
-    task_space: Box, context: RunContext | None = None, num_edits: int = 5, **kwargs
-) -> PLRTeacher:
+def make_accel(task_space: Box, context: RunContext | None = None, **config) -> PLRTeacher:
     """ACCEL: robust PLR that edits its replayed levels (an env with `edit_tasks`)."""
-    kwargs = _plr_kwargs("accel", context, kwargs)
-    checks.check(
-        isinstance(num_edits, int) and not isinstance(num_edits, bool) and num_edits >= 1,
-        f"teacher.num_edits must be an integer >= 1, got {num_edits!r}",
-    )
-    return PLRTeacher(task_space=task_space, robust=True, num_edits=num_edits, **kwargs)
+    hparams.check_keys(config, make_accel.config_keys, "teacher")
+    num_edits = NUM_EDITS.check(config.pop("num_edits", NUM_EDITS.default), "teacher.num_edits")
+    return _make("accel", task_space, context, config, robust=True, num_edits=num_edits)
 
 
-def _check_keys(name: str, kwargs: dict, known: frozenset) -> None:
-    unknown = sorted(set(kwargs) - known)
-    if unknown:
-        raise ConfigError(
-            f"teacher.{unknown[0]}: unknown {name} option (known: {', '.join(sorted(known))})"
-        )
-
-
-for _factory, _keys in (
-    (make_plr, _PLR_KEYS),
-    (make_robust_plr, _PLR_KEYS),
-    (make_accel, _PLR_KEYS | {"num_edits"}),
-):
-    _factory.config_keys = _keys
-
+hparams.declare(make_plr, PLRTeacher)
+hparams.declare(make_robust_plr, PLRTeacher)
+hparams.declare(make_accel, PLRTeacher, extra={"num_edits": NUM_EDITS})
 
 TEACHERS.register("dr")(class_factory(DRTeacher, run_env=True))
 TEACHERS.register("plr")(make_plr)

@@ -86,7 +86,7 @@ accuracy on its buffer, the buffer fills, the validity bandwidth and threshold, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import flax.linen as nn
@@ -96,17 +96,11 @@ import numpy as np
 import optax
 from flax import struct
 
-from acl.errors import ConfigError
+from acl import hparams
+from acl.hparams import hparam, nested
 from acl.spaces import Box
 from acl.teachers import checks
-from acl.teachers.base import (
-    TEACHERS,
-    Feedback,
-    RunContext,
-    class_factory,
-    default_info,
-    run_default,
-)
+from acl.teachers.base import TEACHERS, Feedback, class_factory, default_info
 from envs.base import GoalTaskEnv
 
 GOAL_ENV = dict(
@@ -117,6 +111,12 @@ GOAL_ENV = dict(
     methods=("goal_from_task", "task_with_goal", "achieved_goal"),
 )
 """`checks.check_env`'s wording for the goal teachers."""
+
+ENV_DOC = "The goal env whose goals are handed out (static); default: the run's."
+BASE_TASK_DOC = (
+    "[D] the task whose goal part is replaced: it fixes the start; default: the task "
+    "space's default task."
+)
 
 
 DIFFICULTIES: dict[str, tuple[float, float]] = {
@@ -148,26 +148,46 @@ class SuccessPredictor(nn.Module):
 
 @struct.dataclass
 class SVGGParams:
-    """Numeric hyperparameters (pytree leaves, vmappable)."""
+    """Numeric hyperparameters (pytree leaves, vmappable): as configured on the teacher
+    (`hyper`), as arrays in `default_params()`."""
 
-    alpha: jax.Array
-    """Beta's alpha over predicted success."""
-    beta: jax.Array
-    """Beta's beta over predicted success."""
-    temperature: jax.Array
-    """T: weight of the log-Beta term against log p_valid."""
-    svgd_lr: jax.Array
-    """Adam step size of the particles (paper: 0.1)."""
-    predictor_lr: jax.Array
-    """Adam step size of the success predictor."""
-    random_goal_ratio: jax.Array
-    """Share of handed-out goals drawn uniformly from the valid goals (paper: none)."""
-    validity_quantile: jax.Array
-    """nu: the quantile of the reached goals' log density that bounds the support."""
-    bandwidth_scale: jax.Array
-    """Multiplies Scott's rule bandwidth of the validity KDE."""
-    base_task: jax.Array
-    """[D] the task whose goal part is replaced: it fixes the start."""
+    alpha: jax.Array = hparam(
+        None,
+        kind="float",
+        low=1.0,
+        doc="Beta's alpha over predicted success; default: the difficulty's.",
+    )
+    beta: jax.Array = hparam(
+        None,
+        kind="float",
+        low=1.0,
+        doc="Beta's beta over predicted success; default: the difficulty's.",
+    )
+    temperature: jax.Array = hparam(
+        1.0, low=0.0, low_open=True, doc="T: weight of the log-Beta term against log p_valid."
+    )
+    svgd_lr: jax.Array = hparam(
+        0.1, low=0.0, low_open=True, doc="Adam step size of the particles (paper: 0.1)."
+    )
+    predictor_lr: jax.Array = hparam(
+        1e-3, low=0.0, low_open=True, doc="Adam step size of the success predictor."
+    )
+    random_goal_ratio: jax.Array = hparam(
+        0.0,
+        low=0.0,
+        high=1.0,
+        doc="Share of handed-out goals drawn uniformly from the valid goals (paper: none).",
+    )
+    validity_quantile: jax.Array = hparam(
+        0.05,
+        low=0.0,
+        high=1.0,
+        doc="nu: the quantile of the reached goals' log density that bounds the support.",
+    )
+    bandwidth_scale: jax.Array = hparam(
+        1.0, low=0.0, low_open=True, doc="Multiplies Scott's rule bandwidth of the validity KDE."
+    )
+    base_task: jax.Array = hparam(None, kind="floats", doc=BASE_TASK_DOC)
 
 
 @struct.dataclass
@@ -350,87 +370,57 @@ class SVGGTeacher:
     """Stein Variational Goal Generation; see the module docstring."""
 
     task_space: Box
-    env: GoalTaskEnv | None = None
-    """The goal env whose goals are handed out (static)."""
-    num_particles: int = 100
-    """P: goal particles (paper: 100)."""
-    svgd_steps: int = 20
-    """SVGD steps per fit (paper: one per ~20 env steps)."""
-    predictor_steps: int = 10
-    """Adam steps of the success predictor per fit."""
-    predictor_batch: int = 128
-    """Records per predictor minibatch."""
-    predictor_hidden: tuple[int, ...] = (64, 64)
-    """Hidden layer widths of the success predictor (ReLU)."""
-    predictor_buffer: int = 1000
-    """Most recent (goal, success) records the predictor trains on."""
-    validity_buffer: int = 1000
-    """Most recent achieved goals the validity model is fitted on."""
-    update_every: int = 1
-    """Teacher updates between fits (predictor, validity, SVGD); records join the
-    buffers at every update."""
-    plot_grid: int = 16
-    """Points per dimension of the snapshot's grid (2-D goals only)."""
-    difficulty: str = "medium"
-    """Named (alpha, beta) in DIFFICULTIES; alpha / beta override it."""
-    alpha: float | None = None
-    beta: float | None = None
-    temperature: float = 1.0
-    svgd_lr: float = 0.1
-    predictor_lr: float = 1e-3
-    random_goal_ratio: float = 0.0
-    validity_quantile: float = 0.05
-    bandwidth_scale: float = 1.0
-    init_std: float = 0.05
-    """Initial particle spread around the start's achieved goal, as a share of the goal
-    box's width in each coordinate."""
-    base_task: tuple[float, ...] | None = None
-    """The task that fixes the start; None: the task space's default task."""
+    env: GoalTaskEnv | None = hparam(None, kind="any", doc=ENV_DOC)
+    num_particles: int = hparam(
+        100, low=2, doc="P: goal particles (paper: 100; SVGD's kernel needs two)."
+    )
+    svgd_steps: int = hparam(20, low=1, doc="SVGD steps per fit (paper: one per ~20 env steps).")
+    predictor_steps: int = hparam(10, low=1, doc="Adam steps of the success predictor per fit.")
+    predictor_batch: int = hparam(128, low=1, doc="Records per predictor minibatch.")
+    predictor_hidden: tuple[int, ...] = hparam(
+        (64, 64), low=1, doc="Hidden layer widths of the success predictor (ReLU)."
+    )
+    predictor_buffer: int = hparam(
+        1000, low=1, doc="Most recent (goal, success) records the predictor trains on."
+    )
+    validity_buffer: int = hparam(
+        1000, low=1, doc="Most recent achieved goals the validity model is fitted on."
+    )
+    update_every: int = hparam(
+        1,
+        low=1,
+        doc="Teacher updates between fits (predictor, validity, SVGD); records join the "
+        "buffers at every update.",
+    )
+    plot_grid: int = hparam(
+        16, low=1, doc="Points per dimension of the snapshot's grid (2-D goals only)."
+    )
+    difficulty: str = hparam(
+        "medium",
+        choices=tuple(DIFFICULTIES),
+        doc="Named (alpha, beta) of DIFFICULTIES (medium: the paper's (2, 2)); alpha and "
+        "beta override it.",
+    )
+    init_std: float = hparam(
+        0.05,
+        low=0.0,
+        low_open=True,
+        doc="Initial particle spread around the start's achieved goal, as a share of the "
+        "goal box's width in each coordinate.",
+    )
+    hyper: SVGGParams = nested(SVGGParams)
 
     def __post_init__(self):
         checks.check_env(self.env, self.task_space, "svgg", **GOAL_ENV)
-        for name in (
-            "num_particles",
-            "svgd_steps",
-            "predictor_steps",
-            "predictor_batch",
-            "predictor_buffer",
-            "validity_buffer",
-            "update_every",
-            "plot_grid",
-        ):
-            checks.positive_int(getattr(self, name), name)
-        checks.check(self.num_particles >= 2, "teacher.num_particles must be >= 2 (SVGD's kernel)")
-        hidden = tuple(self.predictor_hidden)
-        for width in hidden:
-            checks.positive_int(width, "predictor_hidden")
-        object.__setattr__(self, "predictor_hidden", tuple(int(w) for w in hidden))
-        if self.difficulty not in DIFFICULTIES:
-            raise ConfigError(
-                f"teacher.difficulty: unknown preset {self.difficulty!r} "
-                f"(known: {', '.join(DIFFICULTIES)})"
-            )
+        hparams.validate_fields(self, "teacher")
+        hyper = self.hyper
         alpha, beta = DIFFICULTIES[self.difficulty]
-        alpha = alpha if self.alpha is None else float(self.alpha)
-        beta = beta if self.beta is None else float(self.beta)
-        checks.check(
-            alpha >= 1 and beta >= 1, f"teacher.alpha and beta must be >= 1, got {alpha}, {beta}"
+        hyper = hyper.replace(
+            alpha=alpha if hyper.alpha is None else hyper.alpha,
+            beta=beta if hyper.beta is None else hyper.beta,
+            base_task=checks.base_task(self.task_space, hyper.base_task),
         )
-        object.__setattr__(self, "alpha", alpha)
-        object.__setattr__(self, "beta", beta)
-        for name, lo, hi in (
-            ("temperature", 0.0, np.inf),
-            ("svgd_lr", 0.0, np.inf),
-            ("predictor_lr", 0.0, np.inf),
-            ("bandwidth_scale", 0.0, np.inf),
-            ("init_std", 0.0, np.inf),
-        ):
-            value = float(getattr(self, name))
-            checks.check(lo < value < hi, f"teacher.{name} must be > 0, got {value}")
-        for name in ("random_goal_ratio", "validity_quantile"):
-            value = float(getattr(self, name))
-            checks.check(0.0 <= value <= 1.0, f"teacher.{name} must be in [0, 1], got {value}")
-        object.__setattr__(self, "base_task", checks.base_task(self.task_space, self.base_task))
+        object.__setattr__(self, "hyper", hyper)
         low, high = goal_box(self.env, self.task_space)
         # Not fields: derived once, and left out of the (static) hash and equality.
         object.__setattr__(self, "_goal_box", (tuple(low.tolist()), tuple(high.tolist())))
@@ -485,22 +475,7 @@ class SVGGTeacher:
     # -- parameters and state ------------------------------------------------------------
 
     def default_params(self) -> SVGGParams:
-        base = self.task_space.default_task if self.base_task is None else self.base_task
-
-        def f(v):
-            return jnp.asarray(v, jnp.float32)
-
-        return SVGGParams(
-            alpha=f(self.alpha),
-            beta=f(self.beta),
-            temperature=f(self.temperature),
-            svgd_lr=f(self.svgd_lr),
-            predictor_lr=f(self.predictor_lr),
-            random_goal_ratio=f(self.random_goal_ratio),
-            validity_quantile=f(self.validity_quantile),
-            bandwidth_scale=f(self.bandwidth_scale),
-            base_task=f(base),
-        )
+        return hparams.leaves(_with_base_task(self.hyper, self.task_space))
 
     def start_goal(self, key: jax.Array, base_task: jax.Array) -> jax.Array:
         """[G] the goal the base task's start achieves (its reset observation's)."""
@@ -714,13 +689,21 @@ class SVGGTeacher:
         return out
 
 
+def _with_base_task(hyper, task_space: Box):
+    """`hyper` with its base_task filled in: the task space's default task if unset."""
+    if hyper.base_task is not None:
+        return hyper
+    return hyper.replace(base_task=task_space.default_task)
+
+
 # -- the random-valid-goal baseline ------------------------------------------------------------
 
 
 @struct.dataclass
 class RandomGoalParams:
-    base_task: jax.Array
-    """[D] the task whose goal part is replaced."""
+    """Numeric hyperparameters (pytree leaves, vmappable)."""
+
+    base_task: jax.Array = hparam(None, kind="floats", doc=BASE_TASK_DOC)
 
 
 @struct.dataclass
@@ -736,19 +719,20 @@ class RandomGoalTeacher:
     `base_task`."""
 
     task_space: Box
-    env: GoalTaskEnv | None = None
-    base_task: tuple[float, ...] | None = None
+    env: GoalTaskEnv | None = hparam(None, kind="any", doc=ENV_DOC)
+    hyper: RandomGoalParams = nested(RandomGoalParams)
 
     def __post_init__(self):
         checks.check_env(self.env, self.task_space, "random_goal", **GOAL_ENV)
-        object.__setattr__(self, "base_task", checks.base_task(self.task_space, self.base_task))
+        hparams.validate_fields(self, "teacher")
+        base = checks.base_task(self.task_space, self.hyper.base_task)
+        object.__setattr__(self, "hyper", self.hyper.replace(base_task=base))
         low, high = goal_box(self.env, self.task_space)
         # Not a field: derived once, and left out of the (static) hash and equality.
         object.__setattr__(self, "_goal_box", (low, high))
 
     def default_params(self) -> RandomGoalParams:
-        base = self.task_space.default_task if self.base_task is None else self.base_task
-        return RandomGoalParams(base_task=jnp.asarray(base, jnp.float32))
+        return hparams.leaves(_with_base_task(self.hyper, self.task_space))
 
     def init(self, key: jax.Array, params: RandomGoalParams) -> RandomGoalState:
         del key
@@ -768,22 +752,9 @@ class RandomGoalTeacher:
         return {"episodes_seen": state.episodes_seen}
 
 
-def make_svgg(task_space: Box, context: RunContext | None = None, **options) -> SVGGTeacher:
-    """SVGGTeacher from keyword options, on the run's env (or env=..., a GoalTaskEnv);
-    `difficulty` names an (alpha, beta) preset of DIFFICULTIES."""
-    options["env"] = run_default(context, "env", options.get("env"))
-    unknown = sorted(set(options) - _SVGG_KEYS)
-    if unknown:
-        raise ConfigError(
-            f"teacher.{unknown[0]}: unknown svgg option (known: {', '.join(sorted(_SVGG_KEYS))})"
-        )
-    if "predictor_hidden" in options:
-        options["predictor_hidden"] = tuple(options["predictor_hidden"])
-    return SVGGTeacher(task_space=task_space, **options)
-
-
-_SVGG_KEYS = frozenset(f.name for f in fields(SVGGTeacher)) - {"task_space"}
-make_svgg.config_keys = _SVGG_KEYS
+make_svgg = class_factory(SVGGTeacher, run_env=True, name="make_svgg")
+make_svgg.__doc__ = """SVGGTeacher from its keys, on the run's env (or env=..., a GoalTaskEnv);
+`difficulty` names an (alpha, beta) preset of DIFFICULTIES."""
 make_svgg.presets = DIFFICULTIES
 
 TEACHERS.register("svgg")(make_svgg)
