@@ -57,12 +57,33 @@ def enable_compilation_cache() -> None:
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
 
-def mean_se(values) -> tuple[float, float]:
-    """Mean and standard error over seeds (SE = 0 for one seed)."""
+def mean_se(values, axis: int | None = None) -> tuple[Any, Any]:
+    """Mean and standard error (std ddof=1 / sqrt(n)) over seeds (SE = 0 for one seed).
+
+    axis None: over every value, as floats; an axis (0 for curves [S, T]): along it, as
+    arrays. The one implementation for every table, summary and plot."""
     values = np.asarray(values, dtype=np.float64)
-    if values.size < 2:
-        return float(values.mean()), 0.0
-    return float(values.mean()), float(values.std(ddof=1) / np.sqrt(values.size))
+    count = values.size if axis is None else values.shape[axis]
+    mean = values.mean(axis=axis)
+    if count < 2:
+        se = np.zeros_like(mean)
+    else:
+        se = values.std(axis=axis, ddof=1) / np.sqrt(count)
+    if axis is None:
+        return float(mean), float(se)
+    return mean, se
+
+
+def mean_se_by_step(frame: Any, column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(env steps [T], mean [T], SE [T]) of `column` over the rows (seeds, runs) at each
+    `env_steps` of a long metrics frame; missing values are skipped (as pandas does), and a
+    step with one value has a band of width 0."""
+    steps, stats = [], []
+    for step, values in frame.groupby("env_steps")[column]:
+        steps.append(step)
+        stats.append(mean_se(values.dropna().to_numpy()))
+    mean, se = np.asarray(stats, np.float64).reshape(-1, 2).T
+    return np.asarray(steps), mean, np.nan_to_num(se)
 
 
 def per_task_values(metrics: Any) -> dict[str, np.ndarray]:
@@ -245,11 +266,7 @@ def plot_learning_curves(runs: dict[str, Any], out: str | Path, title: str = "")
 
     fig, ax = plt.subplots(figsize=(6, 4))
     for label, frame in runs.items():
-        grouped = frame.groupby("env_steps")["eval_pct_mastered"]
-        steps = np.asarray(grouped.mean().index)
-        mean = grouped.mean().to_numpy()
-        count = grouped.count().to_numpy()
-        se = np.nan_to_num(grouped.std(ddof=1).to_numpy() / np.sqrt(count))
+        steps, mean, se = mean_se_by_step(frame, "eval_pct_mastered")
         ax.plot(steps, mean, label=label)
         ax.fill_between(steps, mean - se, mean + se, alpha=0.25)
     ax.set_xlabel("env steps per seed")

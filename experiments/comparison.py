@@ -20,7 +20,7 @@ import numpy as np
 
 from acl.config import apply_overrides, load_yaml
 from acl.errors import ConfigError
-from acl.results import provenance
+from acl.results import mean_se, provenance
 
 if TYPE_CHECKING:  # jax, the trainer and matplotlib load lazily: `--help` stays fast
     import jax.stages
@@ -236,8 +236,7 @@ class CurvePanel(NamedTuple):
 def plot_mean_se(ax: Axes, steps: np.ndarray, curve: np.ndarray, label: str) -> None:
     """A curve [S, T] against steps [T]: its mean over seeds, and a band of ± its
     standard error (none with one seed)."""
-    mean = curve.mean(0)
-    se = curve.std(0, ddof=1) / np.sqrt(len(curve)) if len(curve) > 1 else 0 * mean
+    mean, se = mean_se(curve, axis=0)
     ax.plot(steps, mean, label=label)
     ax.fill_between(steps, mean - se, mean + se, alpha=0.2)
 

@@ -100,10 +100,11 @@ def learning_statistics(
             for i in range(seeds)
         ]
     )
+    from acl.results import mean_se
+
     diff = last - first
     finite = diff[np.isfinite(diff)]
-    mean = float(finite.mean()) if finite.size else float("nan")
-    se = float(finite.std(ddof=1) / np.sqrt(finite.size)) if finite.size > 1 else 0.0
+    mean, se = mean_se(finite) if finite.size else (float("nan"), 0.0)
     return {
         "window": window,
         "first_updates": first_n.tolist(),

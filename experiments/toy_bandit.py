@@ -99,8 +99,7 @@ def plot(results: list[dict], out: Path, score_every: int) -> None:
         for r in (r for r in results if r["setting"] == setting):
             scores = np.asarray(r["scores"])
             x = (np.arange(scores.shape[1]) + 1) * score_every
-            mean = scores.mean(0)
-            se = scores.std(0, ddof=1) / np.sqrt(scores.shape[0]) if len(scores) > 1 else 0 * mean
+            mean, se = mean_se(scores, axis=0)
             ax.plot(x, mean, label=teacher_label(r["teacher"], r["options"]))
             ax.fill_between(x, mean - se, mean + se, alpha=0.25)
         ax.set_title(f"toy bandit, {setting}")

@@ -151,8 +151,8 @@ def plot(records: list[dict], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(max(8, 1.1 * len(mazes)), 3.8))
     for i, r in enumerate(records):
         rates = np.asarray(r["solve_sampled"])
-        se = rates.std(0, ddof=1) / np.sqrt(len(rates)) if len(rates) > 1 else 0 * rates[0]
-        ax.bar(x + i * width, rates.mean(0), width, yerr=se, label=r["method"], capsize=2)
+        mean, se = mean_se(rates, axis=0)
+        ax.bar(x + i * width, mean, width, yerr=se, label=r["method"], capsize=2)
     ax.set_xticks(x + 0.4 - width / 2, mazes, rotation=30, ha="right")
     ax.set(ylabel="solve rate (sampled, 10 attempts)", ylim=(0, 1.02))
     ax.legend(ncol=len(records), fontsize=8)

@@ -37,6 +37,7 @@ import pandas as pd
 from acl.benchmark.challenges import CHALLENGES
 from acl.benchmark.challenges import EXPERT_LEVELS as EXPERTS
 from acl.errors import ConfigError
+from acl.results import mean_se, mean_se_by_step
 
 COLUMNS = (
     "suite",
@@ -289,8 +290,7 @@ def summary(df: pd.DataFrame, baseline: str = "random") -> pd.DataFrame:
             base = base.to_numpy(np.float64)
             scores = cell["pct_mastered"].to_numpy(np.float64)
             n = scores.size
-            mean = float(scores.mean())
-            se = float(scores.std(ddof=1) / np.sqrt(n)) if n > 1 else math.nan
+            mean, se = _runs_mean_se(scores)
             p = math.nan if teacher == baseline else welch_p(scores, base)
             base_mean = float(base.mean()) if base.size else math.nan
             if base_mean == 0.0:
@@ -322,9 +322,15 @@ def _final_of(final: pd.DataFrame, teacher: str, challenge: str, expert: str = "
     return _rows_of(final, teacher, challenge, expert)["pct_mastered"].to_numpy(np.float64)
 
 
+def _runs_mean_se(values: np.ndarray) -> tuple[float, float]:
+    # One run has no spread: NaN, which the report prints as (n=1), not as ± 0.
+    mean, se = mean_se(values)
+    return mean, se if values.size > 1 else math.nan
+
+
 def _mean_se(values: np.ndarray) -> str:
-    se = values.std(ddof=1) / np.sqrt(values.size) if values.size > 1 else math.nan
-    return f"{values.mean():.1f} ± {se:.1f}"
+    mean, se = _runs_mean_se(values)
+    return f"{mean:.1f} ± {se:.1f}"
 
 
 def teachmyagent_findings(df: pd.DataFrame, baseline: str = "random") -> list[dict]:
@@ -806,11 +812,7 @@ def plot_curves(df: pd.DataFrame, baseline: str = "random"):
             runs = _rows_of(data, teacher, challenge, expert)
             if runs.empty:
                 continue
-            grouped = runs.groupby("env_steps")["pct_mastered"]
-            steps = grouped.mean().index.to_numpy()
-            mean = grouped.mean().to_numpy()
-            # One seed at a step has no spread to show: band of width 0.
-            se = np.nan_to_num(grouped.std(ddof=1).to_numpy() / np.sqrt(grouped.count()))
+            steps, mean, se = mean_se_by_step(runs, "pct_mastered")
             ax.plot(steps, mean, label=teacher, color=colors[teacher])
             ax.fill_between(steps, mean - se, mean + se, color=colors[teacher], alpha=0.2)
         ax.set_title(setting_label(challenge, expert))
