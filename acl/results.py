@@ -48,6 +48,7 @@ PER_TASK_METRICS = ("solve_sampled", "solve_greedy", "return", "return_sampled")
 """Per-test-task evaluation metrics (ChunkMetrics.eval_<name>, [M] per seed), written for
 named test sets; solve_sampled and return_sampled only with `eval.sampled_attempts`."""
 PACKAGES = ("jax", "jaxlib", "flax", "optax", "gymnax", "chex", "numpy", "scipy", "rliable")
+AGENT_FILE = "agent_params.msgpack"
 
 
 def enable_compilation_cache() -> None:
@@ -240,10 +241,63 @@ class RunDir:
         (self.path / "summary.json").write_text(json.dumps(summary, indent=2))
 
     def save_agent(self, agent_state: Any) -> None:
-        (self.path / "agent_params.msgpack").write_bytes(serialization.to_bytes(agent_state))
+        (self.path / AGENT_FILE).write_bytes(serialization.to_bytes(agent_state))
 
     def load_agent(self, template: Any) -> Any:
-        return serialization.from_bytes(template, (self.path / "agent_params.msgpack").read_bytes())
+        return serialization.from_bytes(template, (self.path / AGENT_FILE).read_bytes())
+
+    def load_agents(self, env: Any, agent: Any = None) -> tuple[Any, Any]:
+        """(agent, states): the run's agent and its final state of every seed ([S, ...]).
+
+        `agent`: the agent to read the states for (a rebuilt trainer's); None: the run's
+        agent rebuilt from config.yaml (registry name and keys) and bound to `env` as the
+        run bound it. The states are read against the shapes the agent has on `env`'s
+        spaces (only shapes: nothing is computed or compiled). ConfigError when
+        config.yaml or the agent file is missing, or when the shapes differ (`env` has
+        another observation or action space than the run's)."""
+        from acl.config import parse_config
+        from acl.errors import ConfigError
+
+        for name in ("config.yaml", AGENT_FILE):
+            if not (self.path / name).is_file():
+                raise ConfigError(f"{self.path} has no {name} (not a finished run)")
+        config = parse_config(self.read_config_dict())
+        if agent is None:
+            from acl.agents import AGENTS
+
+            agent = AGENTS.get(config.agent.name, "agent.name")(**config.agent.kwargs)
+            bind = getattr(agent, "bind", None)
+            if bind is not None:
+                bind(env, config.loop.num_envs)
+
+        def init_seeds():
+            keys = jax.random.split(jax.random.PRNGKey(0), config.num_seeds)
+            return jax.vmap(lambda k: agent.init(k, env.observation_space(), env.action_space()))(
+                keys
+            )
+
+        template = jax.eval_shape(init_seeds)
+        states = self.load_agent(template)
+        same = jax.tree.map(lambda a, b: np.shape(a) == np.shape(b), template, states)
+        if not all(jax.tree.leaves(same)):
+            raise ConfigError(
+                f"the agent saved in {self.path} has other parameter shapes than an agent on "
+                f"{type(env).__name__}: another observation or action space"
+            )
+        return agent, states
+
+    def load_agent_state(self, env: Any, seed_index: int, agent: Any = None) -> tuple[Any, Any]:
+        """(agent, state): `load_agents`, the final state of seed `seed_index` alone (host
+        arrays). ConfigError also for an index outside [0, num_seeds)."""
+        from acl.errors import ConfigError
+
+        agent, states = self.load_agents(env, agent)
+        num_seeds = len(jax.tree.leaves(states)[0])
+        if not 0 <= seed_index < num_seeds:
+            raise ConfigError(
+                f"seed index must be in [0, {num_seeds}) for {self.path}, got {seed_index}"
+            )
+        return agent, jax.tree.map(lambda x: np.asarray(x[seed_index]), states)
 
     def read_metrics(self):
         import pandas as pd
