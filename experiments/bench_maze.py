@@ -41,6 +41,7 @@ import numpy as np
 from acl.benchmark.timing import median_call, report
 from acl.results import format_table, package_versions
 from envs.maze import NUM_ACTIONS, Maze
+from experiments.cli import add_overrides_argument, add_seeds_argument
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
 FULL = {
@@ -263,7 +264,7 @@ def parse_args(argv) -> argparse.Namespace:
     parser.add_argument("--walls", type=int, default=25, help="walls per level (ACCEL: 60)")
     parser.add_argument("--teachers", nargs="+", default=["dr", "plr"])
     parser.add_argument("--train-iterations", type=int, default=None)
-    parser.add_argument("--train-seeds", type=int, default=1)
+    add_seeds_argument(parser, "--train-seeds", default=1, help=None)
     parser.add_argument(
         "--train-warmup",
         type=int,
@@ -271,8 +272,8 @@ def parse_args(argv) -> argparse.Namespace:
         help="untimed iterations first (default: until replay buffers reach their minimum fill)",
     )
     parser.add_argument("--train-preset", default=None, help="preset of the maze configs")
-    parser.add_argument(
-        "--train-set", action="append", default=[], metavar="K=V", help="config override"
+    add_overrides_argument(
+        parser, "--train-set", dest="train_set", metavar="K=V", help="config override"
     )
     parser.add_argument("--no-train", action="store_true", help="raw env rows only")
     parser.add_argument("--no-raw", action="store_true", help="training rows only")

@@ -39,6 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from experiments.cli import add_overrides_argument, add_seeds_argument
+
 DEFAULT_CONFIG = "experiments/configs/stump_tracks_ppo.yaml"
 DEFAULT_OUT = "runs/stump_tracks_ppo"
 SUITE_FOR_PROJECTION = "experiments/configs/benchmark_stump_tracks.yaml"
@@ -389,8 +391,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--config", default=DEFAULT_CONFIG, help="experiment YAML")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="K=V")
-    parser.add_argument("--seeds", type=int, default=None, help="vmapped seeds")
+    add_overrides_argument(parser, metavar="K=V", help=None)
+    add_seeds_argument(parser, help="vmapped seeds")
     parser.add_argument("--total-env-steps", type=float, default=None, help="env steps per seed")
     parser.add_argument(
         "--budget-minutes",

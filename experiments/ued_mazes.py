@@ -32,6 +32,7 @@ import numpy as np
 from acl.errors import ConfigError
 from acl.results import format_table, mean_se
 from envs.maze_levels import PLR_EVALUATION
+from experiments.cli import add_overrides_argument, add_seeds_argument
 
 METHODS = ("dr", "plr", "robust_plr", "accel", "paired")
 CONFIGS = Path(__file__).parent / "configs"
@@ -187,8 +188,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m experiments.ued_mazes", description=__doc__)
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--preset", default=None, help="the configs' presets.NAME, e.g. cpu")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="K=V")
-    parser.add_argument("--seeds", type=int, default=None, help="vmapped seeds per method")
+    add_overrides_argument(parser, metavar="K=V", help=None)
+    add_seeds_argument(parser, help="vmapped seeds per method")
     parser.add_argument("--out", default="runs/ued_mazes")
     parser.add_argument("--table-only", action="store_true", help="only rebuild the table")
     parser.add_argument("--no-progress", action="store_true")
