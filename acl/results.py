@@ -59,10 +59,10 @@ def enable_compilation_cache() -> None:
 
 
 def mean_se(values, axis: int | None = None) -> tuple[Any, Any]:
-    """Mean and standard error (std ddof=1 / sqrt(n)) over seeds (SE = 0 for one seed).
+    """Mean and standard error over seeds (SE = 0 for one seed).
 
-    axis None: over every value, as floats; an axis (0 for curves [S, T]): along it, as
-    arrays. The one implementation for every table, summary and plot."""
+    SE = std (ddof 1) / sqrt(n). axis None: over every value, as floats; an axis (0 for
+    curves [S, T]): along it, as arrays."""
     values = np.asarray(values, dtype=np.float64)
     count = values.size if axis is None else values.shape[axis]
     mean = values.mean(axis=axis)
