@@ -51,6 +51,7 @@ PER_TASK_METRICS = ("solve_sampled", "solve_greedy", "return", "return_sampled")
 """Per-test-task evaluation metrics (ChunkMetrics.eval_<name>, [M] per seed), written for
 named test sets; solve_sampled and return_sampled only with `eval.sampled_attempts`."""
 PACKAGES = ("jax", "jaxlib", "flax", "optax", "gymnax", "chex", "numpy", "scipy", "rliable")
+AGENT_FILE = "agent_params.msgpack"
 
 
 def enable_compilation_cache() -> None:
@@ -60,15 +61,34 @@ def enable_compilation_cache() -> None:
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
 
-def mean_se(values) -> tuple[float, float]:
-    """Mean and standard error (std ddof=1 / sqrt(n)) over seeds.
+def mean_se(values, axis: int | None = None) -> tuple[Any, Any]:
+    """Mean and standard error over seeds: SE = std (ddof 1) / sqrt(n).
 
     One seed has no spread to estimate: its SE is NaN, not 0, which would claim a
-    perfectly reproducible result. Tables show it as "n/a" (`format_mean_se`)."""
+    perfectly reproducible result. Tables show it as "n/a" (`format_mean_se`). axis None:
+    over every value, as floats; an axis (0 for curves [S, T]): along it, as arrays."""
     values = np.asarray(values, dtype=np.float64)
-    if values.size < 2:
-        return float(values.mean()), math.nan
-    return float(values.mean()), float(values.std(ddof=1) / np.sqrt(values.size))
+    count = values.size if axis is None else values.shape[axis]
+    mean = values.mean(axis=axis)
+    if count < 2:
+        se = np.full_like(mean, np.nan)
+    else:
+        se = values.std(axis=axis, ddof=1) / np.sqrt(count)
+    if axis is None:
+        return float(mean), float(se)
+    return mean, se
+
+
+def mean_se_by_step(frame: Any, column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(env steps [T], mean [T], SE [T]) of `column` over the rows (seeds, runs) at each
+    `env_steps` of a long metrics frame; missing values are skipped (as pandas does), and a
+    step with one value has a band of width 0."""
+    steps, stats = [], []
+    for step, values in frame.groupby("env_steps")[column]:
+        steps.append(step)
+        stats.append(mean_se(values.dropna().to_numpy()))
+    mean, se = np.asarray(stats, np.float64).reshape(-1, 2).T
+    return np.asarray(steps), mean, np.nan_to_num(se)
 
 
 NOT_AVAILABLE = "n/a"
@@ -250,10 +270,63 @@ class RunDir:
         (self.path / "summary.json").write_text(json.dumps(summary, indent=2))
 
     def save_agent(self, agent_state: Any) -> None:
-        (self.path / "agent_params.msgpack").write_bytes(serialization.to_bytes(agent_state))
+        (self.path / AGENT_FILE).write_bytes(serialization.to_bytes(agent_state))
 
     def load_agent(self, template: Any) -> Any:
-        return serialization.from_bytes(template, (self.path / "agent_params.msgpack").read_bytes())
+        return serialization.from_bytes(template, (self.path / AGENT_FILE).read_bytes())
+
+    def load_agents(self, env: Any, agent: Any = None) -> tuple[Any, Any]:
+        """(agent, states): the run's agent and its final state of every seed ([S, ...]).
+
+        `agent`: the agent to read the states for (a rebuilt trainer's); None: the run's
+        agent rebuilt from config.yaml (registry name and keys) and bound to `env` as the
+        run bound it. The states are read against the shapes the agent has on `env`'s
+        spaces (only shapes: nothing is computed or compiled). ConfigError when
+        config.yaml or the agent file is missing, or when the shapes differ (`env` has
+        another observation or action space than the run's)."""
+        from acl.config import parse_config
+        from acl.errors import ConfigError
+
+        for name in ("config.yaml", AGENT_FILE):
+            if not (self.path / name).is_file():
+                raise ConfigError(f"{self.path} has no {name} (not a finished run)")
+        config = parse_config(self.read_config_dict())
+        if agent is None:
+            from acl.agents import AGENTS
+
+            agent = AGENTS.get(config.agent.name, "agent.name")(**config.agent.kwargs)
+            bind = getattr(agent, "bind", None)
+            if bind is not None:
+                bind(env, config.loop.num_envs)
+
+        def init_seeds():
+            keys = jax.random.split(jax.random.PRNGKey(0), config.num_seeds)
+            return jax.vmap(lambda k: agent.init(k, env.observation_space(), env.action_space()))(
+                keys
+            )
+
+        template = jax.eval_shape(init_seeds)
+        states = self.load_agent(template)
+        same = jax.tree.map(lambda a, b: np.shape(a) == np.shape(b), template, states)
+        if not all(jax.tree.leaves(same)):
+            raise ConfigError(
+                f"the agent saved in {self.path} has other parameter shapes than an agent on "
+                f"{type(env).__name__}: another observation or action space"
+            )
+        return agent, states
+
+    def load_agent_state(self, env: Any, seed_index: int, agent: Any = None) -> tuple[Any, Any]:
+        """(agent, state): `load_agents`, the final state of seed `seed_index` alone (host
+        arrays). ConfigError also for an index outside [0, num_seeds)."""
+        from acl.errors import ConfigError
+
+        agent, states = self.load_agents(env, agent)
+        num_seeds = len(jax.tree.leaves(states)[0])
+        if not 0 <= seed_index < num_seeds:
+            raise ConfigError(
+                f"seed index must be in [0, {num_seeds}) for {self.path}, got {seed_index}"
+            )
+        return agent, jax.tree.map(lambda x: np.asarray(x[seed_index]), states)
 
     def read_metrics(self):
         import pandas as pd
@@ -276,11 +349,7 @@ def plot_learning_curves(runs: dict[str, Any], out: str | Path, title: str = "")
 
     fig, ax = plt.subplots(figsize=(6, 4))
     for label, frame in runs.items():
-        grouped = frame.groupby("env_steps")["eval_pct_mastered"]
-        steps = np.asarray(grouped.mean().index)
-        mean = grouped.mean().to_numpy()
-        count = grouped.count().to_numpy()
-        se = np.nan_to_num(grouped.std(ddof=1).to_numpy() / np.sqrt(count))
+        steps, mean, se = mean_se_by_step(frame, "eval_pct_mastered")
         ax.plot(steps, mean, label=label)
         ax.fill_between(steps, mean - se, mean + se, alpha=0.25)
     ax.set_xlabel("env steps per seed")

@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from acl.benchmark.timing import median_call, random_action_throughput
+from experiments.cli import add_seeds_argument
 
 CONFIG_PATH = "experiments/configs/bit_flip_her.yaml"
 
@@ -84,7 +85,7 @@ def bench_raw(bits: int, seeds: int, iterations: int, repeats: int) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.bench_dqn", description=__doc__)
     parser.add_argument("--bits", type=int, default=10)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 16])
+    add_seeds_argument(parser, nargs="+", default=[1, 16], help=None)
     parser.add_argument(
         "--iterations", type=int, default=20, help="loop iterations (HER cycles) per timed call"
     )

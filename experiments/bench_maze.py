@@ -37,10 +37,12 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+from gymnax.environments import spaces
 
-from acl.benchmark.timing import median_call, report
+from acl.benchmark.timing import median_call, random_action_rollout, report, uniform_actions
 from acl.results import format_table, package_versions
 from envs.maze import NUM_ACTIONS, Maze
+from experiments.cli import add_overrides_argument, add_seeds_argument
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
 FULL = {
@@ -96,49 +98,34 @@ def to_jaxued(params, level_cls, height: int, width: int):
 
 
 def raw_rollout(reset, step, levels, num_envs: int, steps: int, observe: bool = True):
-    """Compiled run(key) -> checksum: `steps` vmapped `step(key, state, action, level)` ->
-    (obs, state, reward) from `reset(key, level)` -> (obs, state), uniform random actions
-    drawn the same way for every env. `observe=False` leaves the observations out of the
-    checksum, so XLA drops their computation. Returns (run, compile seconds)."""
+    """Compiled run(key) -> checksum: `random_action_rollout` of `steps` vmapped
+    `step(key, state, action, level)` (env.step's outputs) from `reset(key, level)` ->
+    (obs, state), no resets, uniform random actions drawn the same way for every env.
+    `observe=False` leaves the observations out of the checksum, so XLA drops their
+    computation. Returns (run, compile seconds)."""
+    actions = uniform_actions(spaces.Discrete(NUM_ACTIONS), num_envs)
+    start_states, play = random_action_rollout(
+        reset, step, levels, actions, steps, auto_reset=False, observe=observe
+    )
 
     def run(key):
         reset_key, loop_key = jax.random.split(key)
-        _, state = jax.vmap(reset)(jax.random.split(reset_key, num_envs), levels)
-
-        def body(carry, key):
-            state, checksum = carry
-            act_key, step_key = jax.random.split(key)
-            action = jax.random.randint(act_key, (num_envs,), 0, NUM_ACTIONS)
-            obs, state, reward = jax.vmap(step)(
-                jax.random.split(step_key, num_envs), state, action, levels
-            )
-            checksum = checksum + reward.sum()
-            if observe:
-                checksum += sum(jnp.sum(x.astype(jnp.float32)) for x in jax.tree.leaves(obs))
-            return (state, checksum), None
-
-        return jax.lax.scan(body, (state, jnp.float32(0)), jax.random.split(loop_key, steps))[0][1]
+        return play(start_states(reset_key), loop_key)[1]
 
     start = time.perf_counter()
     compiled = jax.jit(run).lower(jax.random.PRNGKey(1)).compile()
     return compiled, time.perf_counter() - start
 
 
-def ours_fns(env: Maze):
-    def step(key, state, action, params):
-        obs, state, reward, *_ = env.step(key, state, action, params)
-        return obs, state, reward
-
-    return env.reset, step
-
-
 def jaxued_fns(theirs, env_params):
+    """JaxUED's maze as (reset, step) with our env's signatures."""
+
     def reset(key, level):
         return theirs.reset_env_to_level(key, level, env_params)
 
     def step(key, state, action, level):
-        obs, state, reward, *_ = theirs.step_env(key, state, action, env_params)
-        return obs, state, reward
+        obs, state, reward, done, info = theirs.step_env(key, state, action, env_params)
+        return obs, state, reward, done, jnp.zeros_like(done), info  # done: no truncation apart
 
     return reset, step
 
@@ -148,7 +135,7 @@ def bench_raw(num_envs: int, steps: int, repeats: int, walls: int, observe: bool
     ours = Maze(num_walls=walls)
     levels = sample_levels(ours, num_envs, walls)
     result = {"num_envs": num_envs, "steps_per_run": steps, "env_steps": num_envs * steps}
-    plans = {"ours": (ours_fns(ours), levels)}
+    plans = {"ours": ((ours.reset, ours.step), levels)}
     jaxued = jaxued_maze()
     if jaxued is not None:
         maze_cls, level_cls = jaxued
@@ -263,7 +250,7 @@ def parse_args(argv) -> argparse.Namespace:
     parser.add_argument("--walls", type=int, default=25, help="walls per level (ACCEL: 60)")
     parser.add_argument("--teachers", nargs="+", default=["dr", "plr"])
     parser.add_argument("--train-iterations", type=int, default=None)
-    parser.add_argument("--train-seeds", type=int, default=1)
+    add_seeds_argument(parser, "--train-seeds", default=1, help=None)
     parser.add_argument(
         "--train-warmup",
         type=int,
@@ -271,8 +258,8 @@ def parse_args(argv) -> argparse.Namespace:
         help="untimed iterations first (default: until replay buffers reach their minimum fill)",
     )
     parser.add_argument("--train-preset", default=None, help="preset of the maze configs")
-    parser.add_argument(
-        "--train-set", action="append", default=[], metavar="K=V", help="config override"
+    add_overrides_argument(
+        parser, "--train-set", dest="train_set", metavar="K=V", help="config override"
     )
     parser.add_argument("--no-train", action="store_true", help="raw env rows only")
     parser.add_argument("--no-raw", action="store_true", help="training rows only")

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 from acl.benchmark.timing import random_action_throughput, report, training_throughput
 from acl.build import make_train
 from acl.config import parse_config
+from experiments.cli import add_seeds_argument
 
 CONFIG = {
     "name": "bench_ppo_cartpole",
@@ -47,7 +48,7 @@ def bench_raw(num_seeds: int, iterations: int) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.bench_ppo", description=__doc__)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 16])
+    add_seeds_argument(parser, nargs="+", default=[1, 16], help=None)
     parser.add_argument(
         "--iterations",
         type=int,

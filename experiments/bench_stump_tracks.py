@@ -39,8 +39,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from acl.benchmark.timing import random_action_rollout, uniform_actions
 from acl.results import package_versions, provenance
-from acl.rollout import select_instances
 from envs.stump_tracks import SOLVER_ITERATIONS, StumpTracks
 
 TARGET_STEPS_PER_SECOND = 1_000_000
@@ -83,59 +83,30 @@ def spread_tasks(low: np.ndarray, high: np.ndarray, n: int) -> np.ndarray:
 
 
 def make_rollout(env, num_envs: int, steps: int):
-    """(start, run): start(key) -> (state, obs); run(state, obs, key) -> totals of `steps`
-    vmapped steps with random actions and auto-reset onto the same task."""
+    """(start, run) of `random_action_rollout` on tasks spread over the task space, uniform
+    random actions, auto-reset onto the same task and observations in the checksum:
+    start(key) -> state; run(state, key) -> (episodes ended, checksum)."""
     space = env.task_space
     tasks = spread_tasks(np.asarray(space.low), np.asarray(space.high), num_envs)
     params = env.params_for_tasks(jnp.asarray(tasks))
-    space_a = env.action_space()
-    shape = (num_envs, *space_a.shape)
-    low = jnp.broadcast_to(jnp.asarray(space_a.low, jnp.float32), shape)
-    high = jnp.broadcast_to(jnp.asarray(space_a.high, jnp.float32), shape)
-    n = num_envs
-
-    def start(key):
-        obs, state = jax.vmap(env.reset)(jax.random.split(key, n), params)
-        return state, obs
-
-    def run(state, obs, key):
-        def step(carry, key):
-            state, obs, episodes, checksum = carry
-            k_act, k_step, k_reset = jax.random.split(key, 3)
-            action = jax.random.uniform(k_act, shape, minval=low, maxval=high)
-            next_obs, next_state, reward, terminated, truncated, _ = jax.vmap(env.step)(
-                jax.random.split(k_step, n), state, action, params
-            )
-            fresh_obs, fresh = jax.vmap(env.reset)(jax.random.split(k_reset, n), params)
-            done = terminated | truncated
-            state = select_instances(done, fresh, next_state)
-            obs = select_instances(done, fresh_obs, next_obs)
-            checksum = checksum + reward.sum() + obs.sum()
-            return (state, obs, episodes + done.sum(), checksum), None
-
-        carry = (state, obs, jnp.int32(0), jnp.float32(0.0))
-        (_, _, episodes, checksum), _ = jax.lax.scan(step, carry, jax.random.split(key, steps))
-        return episodes, checksum
-
-    return start, run
+    actions = uniform_actions(env.action_space(), num_envs)
+    return random_action_rollout(env.reset, env.step, params, actions, steps, observe=True)
 
 
 def compile_rollout(env, num_envs: int, steps: int, seed: int = 0) -> dict:
     """The initial states and the compiled run, with its compile time (lower + compile)."""
     start_fn, run_fn = make_rollout(env, num_envs, steps)
     key = jax.random.PRNGKey(seed)
-    state, obs = jax.block_until_ready(jax.jit(start_fn)(key))
+    state = jax.block_until_ready(jax.jit(start_fn)(key))
     t0 = time.perf_counter()
-    run = jax.jit(run_fn).lower(state, obs, key).compile()
+    run = jax.jit(run_fn).lower(state, key).compile()
     compile_seconds = time.perf_counter() - t0
-    return {"compile_seconds": compile_seconds, "run": run, "state": state, "obs": obs}
+    return {"compile_seconds": compile_seconds, "run": run, "state": state}
 
 
 def timed_run(compiled: dict, key: jax.Array) -> tuple[float, int, float]:
     t0 = time.perf_counter()
-    episodes, checksum = jax.block_until_ready(
-        compiled["run"](compiled["state"], compiled["obs"], key)
-    )
+    episodes, checksum = jax.block_until_ready(compiled["run"](compiled["state"], key))
     return time.perf_counter() - t0, int(episodes), float(checksum)
 
 

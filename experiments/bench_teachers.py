@@ -26,7 +26,7 @@ from acl.benchmark.timing import compile_training, report
 from acl.build import make_train
 from acl.config import ComponentConfig, config_keys, load_config
 from acl.teachers import TEACHERS
-from experiments.run import add_overrides_argument
+from experiments.cli import add_overrides_argument, add_seeds_argument
 
 
 def with_teacher(config, name: str):
@@ -43,7 +43,7 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--config", default="experiments/configs/cartpole_unfeasible_alp_gmm.yaml")
     parser.add_argument("--teachers", nargs="+", default=["random", "alp_gmm"])
-    parser.add_argument("--seeds", type=int, default=None)
+    add_seeds_argument(parser, help=None)
     add_overrides_argument(parser)
     parser.add_argument(
         "--iterations", type=int, default=None, help="iterations per timed call (default: the run)"

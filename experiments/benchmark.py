@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from acl.errors import ConfigError
+from experiments.cli import add_seeds_argument
 
 SUITES = {
     "quick": "experiments/configs/benchmark_quick.yaml",
@@ -38,7 +39,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--out", default=None, help="results directory (default runs/benchmark_<suite>)"
     )
-    parser.add_argument("--seeds", type=int, default=None, help="override the number of seeds")
+    add_seeds_argument(parser, help="override the number of seeds")
     parser.add_argument(
         "--stop-after", type=int, default=None, metavar="N", help="stop after N new cells"
     )

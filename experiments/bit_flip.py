@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments.cli import add_seeds_argument
+
 DEFAULT_BITS = (10, 15, 20, 30, 40, 50)
 # Env steps per seed. Reference points (published figures): HER-DQN converged in ~150k env
 # steps at 15 bits and ~1.5M at 20 bits; the HER paper's own runs are far longer.
@@ -181,7 +183,7 @@ def plot(results: dict, path: Path) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.bit_flip", description=__doc__)
     parser.add_argument("--bits", type=int, nargs="+", default=list(DEFAULT_BITS))
-    parser.add_argument("--seeds", type=int, default=3)
+    add_seeds_argument(parser, default=3, help=None)
     parser.add_argument(
         "--budget", type=int, default=None, help="env steps per seed (default: per n)"
     )

@@ -20,7 +20,8 @@ import numpy as np
 
 from acl.config import apply_overrides, load_yaml
 from acl.errors import ConfigError
-from acl.results import provenance
+from acl.results import mean_se, provenance
+from experiments.cli import add_overrides_argument, add_seeds_argument
 
 if TYPE_CHECKING:  # jax, the trainer and matplotlib load lazily: `--help` stays fast
     import jax.stages
@@ -35,9 +36,9 @@ def comparison_parser(
     """The shared flags; a script adds its own before parsing."""
     parser = argparse.ArgumentParser(prog=prog)
     parser.add_argument("--config", default=str(default_config), help="YAML config")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="K=V")
+    add_overrides_argument(parser, metavar="K=V", help=None)
     parser.add_argument("--methods", nargs="+", default=None, choices=methods)
-    parser.add_argument("--seeds", type=int, default=None, help="vmapped seeds per method")
+    add_seeds_argument(parser, help="vmapped seeds per method")
     parser.add_argument("--out", default=default_out)
     parser.add_argument("--no-progress", action="store_true")
     return parser
@@ -236,8 +237,7 @@ class CurvePanel(NamedTuple):
 def plot_mean_se(ax: Axes, steps: np.ndarray, curve: np.ndarray, label: str) -> None:
     """A curve [S, T] against steps [T]: its mean over seeds, and a band of ± its
     standard error (none with one seed)."""
-    mean = curve.mean(0)
-    se = curve.std(0, ddof=1) / np.sqrt(len(curve)) if len(curve) > 1 else 0 * mean
+    mean, se = mean_se(curve, axis=0)
     ax.plot(steps, mean, label=label)
     ax.fill_between(steps, mean - se, mean + se, alpha=0.2)
 

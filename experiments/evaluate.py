@@ -22,9 +22,7 @@ def evaluate_run(run_path: str, episodes_per_task: int | None = None) -> dict:
     run_dir = RunDir(run_path)
     config = parse_config(run_dir.read_config_dict())
     trainer = make_train(config)
-    keys = trainer.seed_keys()
-    template = jax.vmap(trainer.init_agent)(keys)
-    agent_state = run_dir.load_agent(template)
+    _, agent_state = run_dir.load_agents(trainer.env, trainer.agent)
     episodes = episodes_per_task or config.eval.episodes_per_task
 
     @jax.jit

@@ -46,6 +46,8 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import GaussianMixture
 
+from experiments.cli import add_seeds_argument
+
 TEACHER_NAMES = ("covar_gmm", "alp_gmm", "riac")
 POTENTIAL_KS = tuple(range(2, 11))
 FIT_RATE = 250
@@ -327,7 +329,7 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--teachers", nargs="+", default=list(TEACHER_NAMES), choices=TEACHER_NAMES)
     parser.add_argument("--dims", nargs="+", type=int, default=[2, 3])
-    parser.add_argument("--seeds", type=int, default=8)
+    add_seeds_argument(parser, default=8, help=None)
     parser.add_argument("--episodes", type=int, default=20_000)
     parser.add_argument("--score-every", type=int, default=1_000)
     parser.add_argument("--out", default="runs/reference_teachers.json")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from acl.errors import ConfigError
 from acl.results import check_run_dir, format_mean_se, format_table
+from experiments.cli import add_overrides_argument, add_seeds_argument
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -21,18 +22,6 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(2, f"error: {message} (see {self.prog} --help)\n")
-
-
-def add_overrides_argument(parser: argparse.ArgumentParser) -> None:
-    """The repeatable `--set KEY=VALUE` config override (into `args.overrides`)."""
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config key, e.g. loop.num_envs=8",
-    )
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -45,7 +34,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--preset", default=None, help="apply the config's presets.NAME section, e.g. cpu"
     )
-    parser.add_argument("--seeds", type=int, default=None, help="number of vmapped seeds")
+    add_seeds_argument(parser)
     parser.add_argument("--out", default=None, help="run directory (default runs/<name>)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument(

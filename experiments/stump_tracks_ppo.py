@@ -18,11 +18,12 @@ plays `--final-eval-episodes` episodes of the easy task.
 OUT (default runs/stump_tracks_ppo):
   summary.json        statistics, timings, throughput, projection, per-update curves
   learning_curve.png  per-update training return per seed, and the mean
-  policy.msgpack      the best seed's PPO params and observation normaliser (flax msgpack)
-  config.yaml         the resolved experiment config; checkpoint.json says which seed
+  config.yaml, provenance.json, agent_params.msgpack
+                      the run directory's checkpoint (acl.results.RunDir): the resolved
+                      config and the final agent state of every seed
 
-`load_policy(OUT)` rebuilds the deterministic policy `policy(obs, key) -> action` from a
-run directory, for notebooks.
+`load_policy(OUT)` rebuilds the deterministic policy `policy(obs, key) -> action` of the best
+seed (summary.json's best_seed_index) from a run directory, for notebooks.
 """
 
 from __future__ import annotations
@@ -37,12 +38,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
+
+from experiments.cli import add_overrides_argument, add_seeds_argument
 
 DEFAULT_CONFIG = "experiments/configs/stump_tracks_ppo.yaml"
 DEFAULT_OUT = "runs/stump_tracks_ppo"
 SUITE_FOR_PROJECTION = "experiments/configs/benchmark_stump_tracks.yaml"
-POLICY_FILE = "policy.msgpack"
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -100,10 +101,11 @@ def learning_statistics(
             for i in range(seeds)
         ]
     )
+    from acl.results import mean_se
+
     diff = last - first
     finite = diff[np.isfinite(diff)]
-    mean = float(finite.mean()) if finite.size else float("nan")
-    se = float(finite.std(ddof=1) / np.sqrt(finite.size)) if finite.size > 1 else 0.0
+    mean, se = mean_se(finite) if finite.size else (float("nan"), 0.0)
     return {
         "window": window,
         "first_updates": first_n.tolist(),
@@ -298,42 +300,37 @@ def train(
 # -- checkpoint and policy -------------------------------------------------------------------
 
 
-def _policy_payload(agent_state) -> dict:
-    return {"params": agent_state.params, "obs_norm": agent_state.obs_norm}
-
-
-def save_policy(out: Path, config, agent_state, seed_index: int, extra: dict) -> None:
-    """The seed's params and observation normaliser, plus the resolved config."""
+def save_checkpoint(out: Path, config, agent_state) -> None:
+    """The run directory's checkpoint: config.yaml (+ provenance.json) and every seed's final
+    agent state, the format `acl.results.RunDir` reads back."""
     import jax
-    from flax import serialization
 
-    one = jax.tree.map(lambda x: np.asarray(x[seed_index]), _policy_payload(agent_state))
-    (out / POLICY_FILE).write_bytes(serialization.to_bytes(one))
-    (out / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
-    meta = {"seed_index": seed_index, "seed": config.seed + seed_index, **extra}
-    (out / "checkpoint.json").write_text(json.dumps(meta, indent=2))
+    from acl.results import RunDir
+
+    run_dir = RunDir(out)
+    run_dir.write_config(config.to_dict(), [config.seed + i for i in range(config.num_seeds)])
+    run_dir.save_agent(jax.device_get(agent_state))
 
 
-def load_agent(run_dir: str | Path):
-    """(env, agent, agent_state) of a run directory written by this script."""
-    import jax
-    from flax import serialization
-
+def load_agent(run_dir: str | Path, seed_index: int | None = None):
+    """(env, agent, agent_state) of seed `seed_index` of a run directory written by this
+    script; None: the best seed (summary.json's best_seed_index)."""
     from acl.build import build_components
-    from acl.config import load_config
+    from acl.config import parse_config
+    from acl.results import RunDir
 
-    run_dir = Path(run_dir)
-    config = load_config(run_dir / "config.yaml")
+    run = RunDir(run_dir)
+    config = parse_config(run.read_config_dict())
     components = build_components(config)
-    env, agent = components.env, components.agent
-    state = agent.init(jax.random.PRNGKey(0), env.observation_space(), env.action_space())
-    payload = serialization.from_bytes(_policy_payload(state), (run_dir / POLICY_FILE).read_bytes())
-    state = state.replace(params=payload["params"], obs_norm=payload["obs_norm"])
-    return env, agent, state
+    if seed_index is None:
+        seed_index = int(run.read_summary()["best_seed_index"])
+    agent, state = run.load_agent_state(components.env, seed_index, components.agent)
+    return components.env, agent, state
 
 
-def load_policy(run_dir: str | Path):
-    """The saved deterministic policy: `policy(obs, key) -> action`.
+def load_policy(run_dir: str | Path, seed_index: int | None = None):
+    """The saved deterministic policy of seed `seed_index` (None: the best seed):
+    `policy(obs, key) -> action`.
 
     obs [obs_size] or [N, obs_size]; the action is the Gaussian mean of the saved
     params after the saved observation normalisation, clipped to the action bounds (the
@@ -342,7 +339,7 @@ def load_policy(run_dir: str | Path):
     import jax
     import jax.numpy as jnp
 
-    env, agent, state = load_agent(run_dir)
+    env, agent, state = load_agent(run_dir, seed_index)
 
     def policy(obs, key=None):
         key = jax.random.PRNGKey(0) if key is None else key  # unused by the deterministic act
@@ -394,8 +391,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--config", default=DEFAULT_CONFIG, help="experiment YAML")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="K=V")
-    parser.add_argument("--seeds", type=int, default=None, help="vmapped seeds")
+    add_overrides_argument(parser, metavar="K=V", help=None)
+    add_seeds_argument(parser, help="vmapped seeds")
     parser.add_argument("--total-env-steps", type=float, default=None, help="env steps per seed")
     parser.add_argument(
         "--budget-minutes",
@@ -497,7 +494,7 @@ def main(argv=None) -> int:
         f"PPO on stump_tracks (0, 6), {config.num_seeds} seeds",
         trainer.steps_per_iteration,
     )
-    save_policy(out, config, agent_state, best, {"last_window_return": float(last[best])})
+    save_checkpoint(out, config, agent_state)
 
     rows = []
     for i in range(config.num_seeds):
@@ -527,7 +524,7 @@ def main(argv=None) -> int:
     )
     if jax.default_backend() == "gpu":
         print(f"full protocol projection: {proj['hours']:.1f} GPU hours ({proj['assumption']})")
-    print(f"outputs in {out} (best seed {config.seed + best} -> {POLICY_FILE})")
+    print(f"outputs in {out} (best seed {config.seed + best}: load_policy's default)")
     return 0
 
 

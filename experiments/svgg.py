@@ -39,7 +39,12 @@ import numpy as np
 from acl.config import ComponentConfig, ExperimentConfig, parse_config
 from acl.errors import ConfigError
 from acl.results import format_table, mean_se
-from experiments.comparison import comparison_data, comparison_parser, run_comparison
+from experiments.comparison import (
+    comparison_data,
+    comparison_parser,
+    plot_mean_se,
+    run_comparison,
+)
 
 METHODS = ("svgg", "random_goal")
 DEFAULT_CONFIG = Path(__file__).parent / "configs" / "svgg_point_maze.yaml"
@@ -306,12 +311,7 @@ def plot(results: list[dict], config: SVGGExperimentConfig, path: Path) -> None:
     fig, axes = plt.subplots(1, 1 + len(results), figsize=(4.2 * (1 + len(results)), 3.8))
     ax = axes[0]
     for r in results:
-        steps = np.asarray(r["env_steps"])
-        curve = np.asarray(r["coverage"])
-        mean = curve.mean(0)
-        se = curve.std(0, ddof=1) / np.sqrt(len(curve)) if len(curve) > 1 else 0 * mean
-        ax.plot(steps, mean, label=r["method"])
-        ax.fill_between(steps, mean - se, mean + se, alpha=0.2)
+        plot_mean_se(ax, np.asarray(r["env_steps"]), np.asarray(r["coverage"]), r["method"])
     if recovery:
         ax.axvline(results[0]["change_step"], color="grey", ls="--", label="maze changes")
     ax.set(xlabel="env steps / seed", ylabel="success coverage", ylim=(-0.02, 1.02))

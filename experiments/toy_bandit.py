@@ -28,6 +28,7 @@ from acl.errors import ConfigError
 from acl.results import mean_se, provenance
 from acl.teachers import TEACHERS
 from envs.toy_bandit import ToyBandit
+from experiments.cli import add_overrides_argument, add_seeds_argument
 
 SETTINGS = {
     "d2": {"num_dims": 2, "num_distractors": 0},
@@ -99,8 +100,7 @@ def plot(results: list[dict], out: Path, score_every: int) -> None:
         for r in (r for r in results if r["setting"] == setting):
             scores = np.asarray(r["scores"])
             x = (np.arange(scores.shape[1]) + 1) * score_every
-            mean = scores.mean(0)
-            se = scores.std(0, ddof=1) / np.sqrt(scores.shape[0]) if len(scores) > 1 else 0 * mean
+            mean, se = mean_se(scores, axis=0)
             ax.plot(x, mean, label=teacher_label(r["teacher"], r["options"]))
             ax.fill_between(x, mean - se, mean + se, alpha=0.25)
         ax.set_title(f"toy bandit, {setting}")
@@ -117,13 +117,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.toy_bandit", description=__doc__)
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     parser.add_argument("--teachers", nargs="+", default=list(TEACHER_NAMES))
-    parser.add_argument("--seeds", type=int, default=16)
+    add_seeds_argument(parser, default=16, help=None)
     parser.add_argument("--episodes", type=int, default=20_000)
     parser.add_argument("--score-every", type=int, default=1_000)
     parser.add_argument("--out", default="runs/toy_bandit")
-    parser.add_argument(
-        "--set", dest="overrides", action="append", default=[], metavar="TEACHER.OPTION=VALUE"
-    )
+    add_overrides_argument(parser, metavar="TEACHER.OPTION=VALUE", help=None)
     args = parser.parse_args(argv)
     try:
         for name in args.teachers:

@@ -32,6 +32,7 @@ import numpy as np
 from acl.errors import ConfigError
 from acl.results import format_table, mean_se
 from envs.maze_levels import PLR_EVALUATION
+from experiments.cli import add_overrides_argument, add_seeds_argument
 
 METHODS = ("dr", "plr", "robust_plr", "accel", "paired")
 CONFIGS = Path(__file__).parent / "configs"
@@ -151,8 +152,8 @@ def plot(records: list[dict], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(max(8, 1.1 * len(mazes)), 3.8))
     for i, r in enumerate(records):
         rates = np.asarray(r["solve_sampled"])
-        se = rates.std(0, ddof=1) / np.sqrt(len(rates)) if len(rates) > 1 else 0 * rates[0]
-        ax.bar(x + i * width, rates.mean(0), width, yerr=se, label=r["method"], capsize=2)
+        mean, se = mean_se(rates, axis=0)
+        ax.bar(x + i * width, mean, width, yerr=se, label=r["method"], capsize=2)
     ax.set_xticks(x + 0.4 - width / 2, mazes, rotation=30, ha="right")
     ax.set(ylabel="solve rate (sampled, 10 attempts)", ylim=(0, 1.02))
     ax.legend(ncol=len(records), fontsize=8)
@@ -187,8 +188,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m experiments.ued_mazes", description=__doc__)
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--preset", default=None, help="the configs' presets.NAME, e.g. cpu")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="K=V")
-    parser.add_argument("--seeds", type=int, default=None, help="vmapped seeds per method")
+    add_overrides_argument(parser, metavar="K=V", help=None)
+    add_seeds_argument(parser, help="vmapped seeds per method")
     parser.add_argument("--out", default="runs/ued_mazes")
     parser.add_argument("--table-only", action="store_true", help="only rebuild the table")
     parser.add_argument("--no-progress", action="store_true")

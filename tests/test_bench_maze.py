@@ -61,10 +61,8 @@ def test_levels_and_dynamics_match_jaxued():
     ours, n = bench.Maze(), 16
     levels = bench.sample_levels(ours, n, 25)
     theirs = maze_cls(max_height=13, max_width=13, agent_view_size=5)
-    (reset_a, step_a), (reset_b, step_b) = (
-        bench.ours_fns(ours),
-        bench.jaxued_fns(theirs, theirs.default_params),
-    )
+    reset_a, step_a = ours.reset, ours.step
+    reset_b, step_b = bench.jaxued_fns(theirs, theirs.default_params)
     their_levels = bench.to_jaxued(levels, level_cls, 13, 13)
 
     @jax.jit
@@ -76,8 +74,8 @@ def test_levels_and_dynamics_match_jaxued():
         def body(carry, key):
             a, b = carry
             action = jax.random.randint(key, (n,), 0, 3)
-            _, a, reward_a = jax.vmap(step_a)(keys, a, action, levels)
-            _, b, reward_b = jax.vmap(step_b)(keys, b, action, their_levels)
+            _, a, reward_a, *_ = jax.vmap(step_a)(keys, a, action, levels)
+            _, b, reward_b, *_ = jax.vmap(step_b)(keys, b, action, their_levels)
             return (a, b), (a.agent_pos, b.agent_pos[:, ::-1], reward_a, reward_b)
 
         return jax.lax.scan(body, (a, b), jax.random.split(key, 40))[1]

@@ -84,6 +84,26 @@ def test_evaluate_reproduces_the_final_figure(finished_run):
     )
 
 
+def test_run_dir_loads_the_saved_agents_and_refuses_other_spaces(finished_run, tmp_path):
+    from acl.errors import ConfigError
+    from acl.results import RunDir
+    from envs import make_env
+
+    run = RunDir(finished_run)
+    env = make_env("cartpole", max_episode_steps=50)
+    agent, states = run.load_agents(env)  # the agent rebuilt from config.yaml
+    assert all(leaf.shape[0] == 2 for leaf in jax.tree.leaves(states))
+    _, one = run.load_agent_state(env, 1, agent)
+    for every, seed_1 in zip(jax.tree.leaves(states), jax.tree.leaves(one), strict=True):
+        np.testing.assert_array_equal(every[1], seed_1)
+    with pytest.raises(ConfigError, match=r"seed index must be in \[0, 2\)"):
+        run.load_agent_state(env, 2)
+    with pytest.raises(ConfigError, match="other parameter shapes"):
+        run.load_agents(make_env("acrobot"))  # 6 observations, 3 actions
+    with pytest.raises(ConfigError, match="not a finished run"):
+        RunDir(tmp_path).load_agents(env)
+
+
 @contextmanager
 def count_compilations():
     events = []

@@ -181,20 +181,23 @@ def test_the_script_writes_its_outputs(tiny_run):
     assert summary["updates"] == 2 and summary["env_steps_per_seed"] == 64
     assert len(summary["learning"]["first"]) == 2
     assert summary["protocol_projection"]["env_steps"] > 0
-    for name in ("learning_curve.png", "policy.msgpack", "config.yaml", "checkpoint.json"):
+    for name in ("learning_curve.png", "agent_params.msgpack", "config.yaml", "provenance.json"):
         assert (tiny_run / name).exists(), name
 
 
 @pytest.mark.slow  # the script end to end: a walker compile, 20-40 s on 2 cores
 def test_load_policy_round_trips_the_saved_checkpoint(tiny_run):
     env, agent, state = load_agent(tiny_run)
-    # What was saved comes back, leaf for leaf; the normaliser is the trained one.
-    raw = serialization.msgpack_restore((tiny_run / "policy.msgpack").read_bytes())
+    # The best seed's saved state comes back, leaf for leaf; the normaliser is the trained one.
+    best = json.loads((tiny_run / "summary.json").read_text())["best_seed_index"]
+    raw = serialization.msgpack_restore((tiny_run / "agent_params.msgpack").read_bytes())
     saved = jax.tree.leaves(raw["params"])
     assert len(saved) == len(jax.tree.leaves(state.params))
     for a, b in zip(saved, jax.tree.leaves(state.params)):
-        np.testing.assert_array_equal(a, b)
-    np.testing.assert_array_equal(raw["obs_norm"]["mean"], state.obs_norm.mean)
+        np.testing.assert_array_equal(a[best], b)
+    np.testing.assert_array_equal(raw["obs_norm"]["mean"][best], state.obs_norm.mean)
+    other_seed = load_agent(tiny_run, 1 - best)[2]
+    np.testing.assert_array_equal(raw["obs_norm"]["mean"][1 - best], other_seed.obs_norm.mean)
     assert float(state.obs_norm.count) > 1.0
     policy = load_policy(tiny_run)
     # Observation-shaped inputs (an env reset would cost a jax2d compile in this test).

@@ -37,7 +37,7 @@ import pandas as pd
 from acl.benchmark.challenges import CHALLENGES
 from acl.benchmark.challenges import EXPERT_LEVELS as EXPERTS
 from acl.errors import ConfigError
-from acl.results import format_mean_se, mean_se
+from acl.results import format_mean_se, mean_se, mean_se_by_step
 
 COLUMNS = (
     "suite",
@@ -803,11 +803,7 @@ def plot_curves(df: pd.DataFrame, baseline: str = "random"):
             runs = _rows_of(data, teacher, challenge, expert)
             if runs.empty:
                 continue
-            grouped = runs.groupby("env_steps")["pct_mastered"]
-            steps = grouped.mean().index.to_numpy()
-            mean = grouped.mean().to_numpy()
-            # One seed at a step has no spread to show: band of width 0.
-            se = np.nan_to_num(grouped.std(ddof=1).to_numpy() / np.sqrt(grouped.count()))
+            steps, mean, se = mean_se_by_step(runs, "pct_mastered")
             ax.plot(steps, mean, label=teacher, color=colors[teacher])
             ax.fill_between(steps, mean - se, mean + se, color=colors[teacher], alpha=0.2)
         ax.set_title(setting_label(challenge, expert))

@@ -10,6 +10,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from gymnax.environments import spaces
 
 from acl.build import run_data
 from acl.rollout import select_instances
@@ -36,32 +37,86 @@ def median_call(fn, *args, repeats: int = 3) -> float:
     return statistics.median(times)
 
 
+def uniform_actions(space: Any, n: int) -> Callable[[jax.Array], jax.Array]:
+    """sample(key) -> n uniform random actions of a gymnax Discrete space ([n] ints) or Box
+    space ([n, *shape] floats within its bounds)."""
+    if isinstance(space, spaces.Discrete):
+        return lambda key: jax.random.randint(key, (n,), 0, space.n)
+    shape = (n, *space.shape)
+    low = jnp.broadcast_to(jnp.asarray(space.low, jnp.float32), shape)
+    high = jnp.broadcast_to(jnp.asarray(space.high, jnp.float32), shape)
+    return lambda key: jax.random.uniform(key, shape, minval=low, maxval=high)
+
+
+def random_action_rollout(
+    reset: Callable,
+    step: Callable,
+    params: Any,
+    sample_action: Callable[[jax.Array], jax.Array],
+    steps: int,
+    *,
+    auto_reset: bool = True,
+    observe: bool = False,
+) -> tuple[Callable, Callable]:
+    """(start, run): the raw env loop the bench_* scripts time, N instances (params [N, ...])
+    under random actions, no agent.
+
+    start(key) -> states: every instance reset by `reset(key, params)` -> (obs, state).
+    run(states, key) -> (episodes ended, checksum): `steps` vmapped `step(key, state,
+    action, params)` (env.step's outputs) with actions `sample_action(key)` [N, ...], in one
+    `lax.scan`. `auto_reset`: an instance whose episode ended restarts on its params as the
+    training loop does it (acl.rollout): a fresh reset is computed for every instance at
+    every step and picked per instance, so its cost is part of the figure; without it an
+    instance steps past its end. checksum: the rewards' sum, plus the observations' with
+    `observe` (without, XLA drops their computation), so that no part of a step is dead code."""
+    n = jax.tree.leaves(params)[0].shape[0]
+
+    def start(key):
+        return jax.vmap(reset)(jax.random.split(key, n), params)[1]
+
+    def run(states, key):
+        def body(carry, key):
+            states, episodes, checksum = carry
+            k_act, k_step, k_reset = jax.random.split(key, 3)
+            obs, states, reward, terminated, truncated, _ = jax.vmap(step)(
+                jax.random.split(k_step, n), states, sample_action(k_act), params
+            )
+            if auto_reset:
+                fresh_obs, fresh = jax.vmap(reset)(jax.random.split(k_reset, n), params)
+                done = terminated | truncated
+                states = select_instances(done, fresh, states)
+                if observe:
+                    obs = select_instances(done, fresh_obs, obs)
+                episodes = episodes + done.sum()
+            checksum = checksum + reward.sum()
+            if observe:
+                checksum += sum(jnp.sum(x.astype(jnp.float32)) for x in jax.tree.leaves(obs))
+            return (states, episodes, checksum), None
+
+        carry = (states, jnp.int32(0), jnp.float32(0.0))
+        (_, episodes, checksum), _ = jax.lax.scan(body, carry, jax.random.split(key, steps))
+        return episodes, checksum
+
+    return start, run
+
+
 def random_action_throughput(env, params, steps: int, timer=time_call) -> dict:
     """Env steps/s of the raw env: `steps` steps of N instances (params [N, ...]) with
-    uniform discrete actions, restarting ended instances as the loop does. `timer(fn,
-    key)` gives the seconds of one run; compile time is measured apart."""
+    uniform random actions, restarting ended instances as the loop does
+    (`random_action_rollout`). `timer(fn, key)` gives the seconds of one run; compile time
+    is measured apart."""
     n = jax.tree.leaves(params)[0].shape[0]
-    num_actions = env.action_space().n
+    actions = uniform_actions(env.action_space(), n)
+    start, run = random_action_rollout(env.reset, env.step, params, actions, steps)
 
     def rollout(key):
-        _, state = jax.vmap(env.reset)(jax.random.split(key, n), params)
-
-        def step(state, key):
-            k_act, k_step, k_reset = jax.random.split(key, 3)
-            action = jax.random.randint(k_act, (n,), 0, num_actions)
-            _, next_state, reward, terminated, truncated, _ = jax.vmap(env.step)(
-                jax.random.split(k_step, n), state, action, params
-            )
-            _, fresh = jax.vmap(env.reset)(jax.random.split(k_reset, n), params)
-            return select_instances(terminated | truncated, fresh, next_state), reward.sum()
-
-        return jax.lax.scan(step, state, jax.random.split(key, steps))[1].sum()
+        return run(start(key), key)
 
     key = jax.random.PRNGKey(0)
-    start = time.perf_counter()
-    run = jax.jit(rollout).lower(key).compile()
-    compile_seconds = time.perf_counter() - start
-    seconds = timer(run, key)
+    start_time = time.perf_counter()
+    compiled = jax.jit(rollout).lower(key).compile()
+    compile_seconds = time.perf_counter() - start_time
+    seconds = timer(compiled, key)
     return {
         "compile_seconds": compile_seconds,
         "seconds": seconds,

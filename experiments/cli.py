@@ -1,0 +1,35 @@
+"""The `--set` and `--seeds` flags of the experiment scripts, declared one way for all.
+
+`--set KEY=VALUE` (repeatable) collects config overrides into `args.overrides`, for
+`acl.config.load_config` / `apply_overrides`; `--seeds` is an int (a seed count) or, with
+`nargs`, a list of them. Values are checked where they are used (the config's own checks),
+so a bad one reads the same from every script."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def add_overrides_argument(
+    parser: argparse.ArgumentParser,
+    flag: str = "--set",
+    *,
+    dest: str = "overrides",
+    metavar: str = "KEY=VALUE",
+    help: str = "override a config key, e.g. loop.num_envs=8",
+) -> None:
+    """The repeatable `--set KEY=VALUE` config override (into `args.overrides`)."""
+    parser.add_argument(flag, dest=dest, action="append", default=[], metavar=metavar, help=help)
+
+
+def add_seeds_argument(
+    parser: argparse.ArgumentParser,
+    flag: str = "--seeds",
+    *,
+    default: Any = None,
+    nargs: str | None = None,
+    help: str | None = "number of vmapped seeds",
+) -> None:
+    """`--seeds N`: how many seeds (None: the config's); `nargs="+"`: several counts."""
+    parser.add_argument(flag, type=int, nargs=nargs, default=default, help=help)
