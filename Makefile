@@ -24,10 +24,10 @@ run: $(STAMP)
 # The package graph contracts ([importlinter] in setup.cfg) first: they take a second.
 test: $(STAMP)
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow" -n auto
 
 test-slow: $(STAMP)
-	$(PY) -m pytest -q -m slow
+	$(PY) -m pytest -q -m slow -n auto
 
 bench: $(STAMP)
 	$(PY) -m experiments.bench_ppo --out runs/bench_ppo.json

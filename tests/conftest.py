@@ -6,6 +6,16 @@ import pytest
 
 from acl.config import parse_config
 
+
+def pytest_configure(config):
+    # Many tests compile the same small programs (the tiny loop, one teacher's update):
+    # JAX's persistent cache turns every repeat, within a run and across xdist workers,
+    # into a read. ACL_JAX_CACHE points it elsewhere (a fresh dir measures a cold run).
+    from acl.results import enable_compilation_cache
+
+    enable_compilation_cache()
+
+
 TINY = {
     "name": "tiny",
     "env": {"name": "cartpole", "max_episode_steps": 50},
