@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from acl.errors import ConfigError
-from acl.hparams import check_keys, did_you_mean, unknown_key
+from acl.hparams import as_float, check_keys, did_you_mean, unknown_key
 
 
 @dataclass(frozen=True)
@@ -286,18 +286,12 @@ def _section(cls, data: Any, field_name: str):
 
 
 def _finite_float(value: Any, field_name: str) -> float:
-    number = value
-    if isinstance(value, str):
-        # YAML 1.1 reads an exponent without a dot (1e-3) as a string.
-        try:
-            number = float(value)
-        except ValueError:
-            pass
-    if isinstance(number, bool) or not isinstance(number, int | float):
+    number = as_float(value)
+    if number is None:
         raise ConfigError(f"{field_name}: expected a number, got {value!r}")
     if not math.isfinite(number):
         raise ConfigError(f"{field_name}: expected a finite number, got {value!r}")
-    return float(number)
+    return number
 
 
 def _name_or_names(value: Any, field_name: str) -> str | list:

@@ -163,6 +163,13 @@ def _float(value: Any) -> float | object:
     return _INVALID
 
 
+def as_float(value: Any) -> float | None:
+    """A config value as a float (numbers, number strings such as YAML's "1e-3"), or None
+    when it is no number; NaN and inf pass through for the caller's finiteness check."""
+    x = _float(value)
+    return None if x is _INVALID else x
+
+
 def _int(value: Any) -> int | object:
     if isinstance(value, bool | np.bool_ | str | list | tuple | dict) or value is None:
         return _INVALID

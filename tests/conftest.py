@@ -41,3 +41,19 @@ def tiny_config(**sections):
 @pytest.fixture
 def tiny():
     return tiny_config()
+
+
+def run_tiny_with_teacher(tmp_path, teacher: dict):
+    """`experiments.run` on TINY with `teacher` (a registered name and its keys): the run
+    directory and its metrics.csv rows, after asserting the run exited 0."""
+    import csv
+
+    import yaml
+
+    from experiments import run
+
+    path = tmp_path / f"{teacher['name']}.yaml"
+    path.write_text(yaml.safe_dump({**TINY, "teacher": teacher}))
+    out = tmp_path / "run"
+    assert run.main(["--config", str(path), "--out", str(out), "--no-progress"]) == 0
+    return out, list(csv.DictReader((out / "metrics.csv").open()))

@@ -3,13 +3,8 @@ runs through the shared harness and `experiments.run`."""
 
 from __future__ import annotations
 
-import csv
-
-import yaml
-
 from acl.teachers import TEACHERS
-from experiments import run
-from tests.conftest import TINY
+from tests.conftest import run_tiny_with_teacher
 from tests.example_teacher import make_easy_first
 from tests.teacher_harness import check_teacher
 
@@ -21,10 +16,5 @@ def test_one_file_teacher_passes_the_harness():
 def test_one_file_teacher_runs_through_experiments_run(tmp_path, monkeypatch):
     # Registered for this test only, so the registry-wide tests do not see it.
     monkeypatch.setitem(TEACHERS._factories, "easy_first", make_easy_first)
-    config = {**TINY, "teacher": {"name": "easy_first", "growth": 0.2}}
-    path = tmp_path / "easy_first.yaml"
-    path.write_text(yaml.safe_dump(config))
-    out = tmp_path / "run"
-    assert run.main(["--config", str(path), "--out", str(out), "--no-progress"]) == 0
-    rows = list(csv.DictReader((out / "metrics.csv").open()))
+    out, rows = run_tiny_with_teacher(tmp_path, {"name": "easy_first", "growth": 0.2})
     assert rows and {row["seed"] for row in rows} == {"0", "1"}
