@@ -16,6 +16,16 @@ def pytest_configure(config):
     enable_compilation_cache()
 
 
+@pytest.fixture(autouse=True)
+def _compile_effort(request):
+    # tests/compile_effort.py: why fast tests compile with XLA's optimisations mostly off.
+    from tests.compile_effort import compile_effort
+
+    full = any(request.node.get_closest_marker(m) for m in ("slow", "xla_optimized"))
+    with compile_effort(low=not full):
+        yield
+
+
 TINY = {
     "name": "tiny",
     "env": {"name": "cartpole", "max_episode_steps": 50},

@@ -38,7 +38,9 @@ talks to a teacher: the slot layout, a task pool (with `handed_out` for reverse)
 `max_feedback`, a challenge with an expert prior (alp_gmm), batch mode with rollout
 readers (PLR, ACCEL, PAIRED), and a guide (JSRL).
 
-Bit-identity holds on CPU, where the project requires determinism; the fixtures were
+Bit-identity holds on CPU, where the project requires determinism. The runs compile with
+XLA's optimisations mostly off (tests/compile_effort.py), here as in the fast suite, so
+a fixture is checked under the setting it was recorded with. The fixtures were
 recorded on an x86-64 CPU and may differ on another architecture or jax version.
 """
 
@@ -51,6 +53,8 @@ from pathlib import Path
 
 import jax
 import numpy as np
+
+from tests.compile_effort import compile_effort
 
 GOLDEN = Path(__file__).parent / "fixtures" / "golden"
 NOT_COMPARED = ("versions",)
@@ -208,6 +212,11 @@ def _draws_per_iteration(trainer) -> int:
 
 def run(name: str) -> dict[str, np.ndarray]:
     """The run of `CONFIGS[name]` as flat arrays, keyed as the module docstring says."""
+    with compile_effort(low=True):
+        return _run(name)
+
+
+def _run(name: str) -> dict[str, np.ndarray]:
     from acl.build import make_train, run_data
     from acl.config import parse_config
 

@@ -46,6 +46,7 @@ def run_values(trainer: Trainer) -> dict[str, np.ndarray]:
     return values
 
 
+@pytest.mark.xla_optimized
 def test_without_a_pool_the_run_is_bit_identical_to_the_slot_layout():
     # The fixture was recorded by the loop before the pool existed (the same
     # `run_values(make_train(slot_config()))`), so this compares against the old code path.
