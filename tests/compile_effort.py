@@ -1,20 +1,40 @@
-"""How hard XLA optimises the programs a test compiles.
+"""How hard XLA works on the programs a test compiles.
 
 The fast suite's programs are tiny and run for milliseconds, so compiling them costs far
-more than running them: with XLA's optimisations mostly off (`jax_disable_most_
-optimizations`) the fast suite takes about 40% less CPU time. Learning tests (`slow`) and
-tests marked `xla_optimized` keep full optimisation: they run long, or compare bits with
-a fixture recorded that way. Golden runs always compile with optimisations off, so a
-fixture reproduces wherever it is checked or recorded from.
+more than running them. Two settings cut that cost, at the price of slower programs:
+
+- `jax_disable_most_optimizations`, a JAX flag set per test by tests/conftest.py: fast
+  tests compile with it, learning tests (`slow`) and tests marked `xla_optimized` (they
+  run long, or compare bits with a fixture recorded without it) do not.
+- XLA's CPU fusion emitters off (`--xla_cpu_use_fusion_emitters=false`). This is a
+  process-wide XLA flag, so tests/conftest.py sets it only for a session that runs no
+  slow test (`-m "not slow"`): it compiles the tiny training loop about 3x faster and
+  runs it about 1.5x slower, which would cost the learning tests more than it saves.
+
+Golden runs pass `FAST_COMPILE` to their own `jax.jit`, so a fixture is checked under
+the options it was recorded with in any session.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 
 import jax
 
-FLAG = "jax_disable_most_optimizations"
+FAST_COMPILE = {
+    "xla_cpu_use_fusion_emitters": False,
+    "xla_backend_optimization_level": 0,
+    "xla_llvm_disable_expensive_passes": True,
+}
+"""XLA options (`jax.jit(..., compiler_options=...)`) of a program compiled for speed of
+compiling: what a fast-only session compiles with."""
+
+DEFAULT_EMITTERS = {"xla_cpu_use_fusion_emitters": True}
+"""For a `xla_optimized` test that compares bits with a fixture recorded in a default
+session: the emitters that session used, whatever this session's XLA_FLAGS say."""
+
+FUSION_EMITTERS_OFF = "--xla_cpu_use_fusion_emitters=false"
 
 
 @contextlib.contextmanager
@@ -22,9 +42,18 @@ def compile_effort(low: bool):
     """Compile with XLA's optimisations mostly off (`low`) or fully on, then restore.
     JAX keeps compiled programs per function, not per flag: a program compiled before the
     switch is reused as it was, so switch before building what the test compiles."""
-    previous = jax.config.read(FLAG)
-    jax.config.update(FLAG, low)
+    flag = "jax_disable_most_optimizations"
+    previous = jax.config.read(flag)
+    jax.config.update(flag, low)
     try:
         yield
     finally:
-        jax.config.update(FLAG, previous)
+        jax.config.update(flag, previous)
+
+
+def fusion_emitters_off_for_this_process() -> None:
+    """Add the fusion-emitter flag to XLA_FLAGS; it must run before JAX starts its CPU
+    backend (the first array op), which reads XLA_FLAGS once."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if FUSION_EMITTERS_OFF not in flags.split():
+        os.environ["XLA_FLAGS"] = f"{flags} {FUSION_EMITTERS_OFF}".strip()

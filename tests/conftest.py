@@ -14,6 +14,11 @@ def pytest_configure(config):
     from acl.results import enable_compilation_cache
 
     enable_compilation_cache()
+    if "not slow" in (config.getoption("markexpr") or ""):
+        # A session without learning tests: tests/compile_effort.py says why.
+        from tests.compile_effort import fusion_emitters_off_for_this_process
+
+        fusion_emitters_off_for_this_process()
 
 
 @pytest.fixture(autouse=True)

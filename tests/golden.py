@@ -39,8 +39,8 @@ talks to a teacher: the slot layout, a task pool (with `handed_out` for reverse)
 readers (PLR, ACCEL, PAIRED), and a guide (JSRL).
 
 Bit-identity holds on CPU, where the project requires determinism. The runs compile with
-XLA's optimisations mostly off (tests/compile_effort.py), here as in the fast suite, so
-a fixture is checked under the setting it was recorded with. The fixtures were
+`tests.compile_effort.FAST_COMPILE`, as the fast suite does, in whatever session checks
+or records them, so a fixture is checked under the options it was recorded with. The fixtures were
 recorded on an x86-64 CPU and may differ on another architecture or jax version.
 """
 
@@ -54,7 +54,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from tests.compile_effort import compile_effort
+from tests.compile_effort import FAST_COMPILE, compile_effort
 
 GOLDEN = Path(__file__).parent / "fixtures" / "golden"
 NOT_COMPARED = ("versions",)
@@ -229,14 +229,17 @@ def _run(name: str) -> dict[str, np.ndarray]:
             "tasks drawn per iteration; size it to keep them all"
         )
     keys = trainer.seed_keys()
-    carry = trainer.jit_init_seeds()(keys, run_data(trainer))
+    axes = trainer.carry_axes
+    init = jax.vmap(trainer.init, in_axes=(0, None), out_axes=axes)
+    carry = jax.jit(init, compiler_options=FAST_COMPILE)(keys, run_data(trainer))
 
     def iteration(carry):
         carry, stats = trainer.run_iterations(carry, 1)
         return carry, stats, trainer.teacher.snapshot(carry.seed.teacher_state)
 
-    axes = trainer.carry_axes
-    step = jax.jit(jax.vmap(iteration, in_axes=(axes,), out_axes=(axes, 0, 0)))
+    step = jax.jit(
+        jax.vmap(iteration, in_axes=(axes,), out_axes=(axes, 0, 0)), compiler_options=FAST_COMPILE
+    )
     records = []
     for _ in range(trainer.num_chunks * trainer.iterations_per_chunk):
         carry, stats, snapshot = step(carry)

@@ -22,6 +22,7 @@ from acl.rollout import Slots, TaskPool, take_from_pool
 from acl.spaces import Box
 from acl.teachers.base import Feedback, default_info
 from acl.train import Components, Trainer
+from tests.compile_effort import DEFAULT_EMITTERS
 from tests.conftest import TINY, tiny_config
 from tests.probe_envs import MatchTargetDiscrete
 
@@ -33,9 +34,10 @@ def slot_config(**loop):
     return tiny_config(loop={"total_env_steps": 512, **loop}, num_seeds=1)
 
 
-def run_values(trainer: Trainer) -> dict[str, np.ndarray]:
+def run_values(trainer: Trainer, compiler_options=None) -> dict[str, np.ndarray]:
     """The run's metrics and final state as flat numpy arrays, for exact comparison."""
-    carry, metrics = jax.jit(jax.vmap(trainer.train))(trainer.seed_keys())
+    train = jax.jit(jax.vmap(trainer.train), compiler_options=compiler_options)
+    carry, metrics = train(trainer.seed_keys())
     values = {
         f"metrics.{name}": np.asarray(getattr(metrics, name))
         for name in ("episodes", "train_return", "eval_mean_return", "loss", "tasks")
@@ -51,7 +53,7 @@ def test_without_a_pool_the_run_is_bit_identical_to_the_slot_layout():
     # The fixture was recorded by the loop before the pool existed (the same
     # `run_values(make_train(slot_config()))`), so this compares against the old code path.
     expected = np.load(FIXTURE)
-    got = run_values(make_train(slot_config()))
+    got = run_values(make_train(slot_config()), compiler_options=DEFAULT_EMITTERS)
     assert sorted(got) == sorted(expected.files)
     for name in expected.files:
         np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
