@@ -3,9 +3,10 @@
 The fast suite's programs are tiny and run for milliseconds, so compiling them costs far
 more than running them. Two settings cut that cost, at the price of slower programs:
 
-- `jax_disable_most_optimizations`, a JAX flag set per test by tests/conftest.py: fast
-  tests compile with it, learning tests (`slow`) and tests marked `xla_optimized` (they
-  run long, or compare bits with a fixture recorded without it) do not.
+- `jax_disable_most_optimizations`, a JAX flag set before each test's fixtures by
+  tests/conftest.py: fast tests compile with it, learning tests (`slow`) and tests
+  marked `xla_optimized` (they run long, or compare bits with a fixture recorded
+  without it) do not.
 - XLA's CPU fusion emitters off (`--xla_cpu_use_fusion_emitters=false`). This is a
   process-wide XLA flag, so tests/conftest.py sets it only for a session that runs no
   slow test (`-m "not slow"`): it compiles the tiny training loop about 3x faster and
@@ -37,18 +38,25 @@ session: the emitters that session used, whatever this session's XLA_FLAGS say."
 FUSION_EMITTERS_OFF = "--xla_cpu_use_fusion_emitters=false"
 
 
+DISABLE_MOST_OPTIMIZATIONS = "jax_disable_most_optimizations"
+
+
+def set_compile_effort(low: bool) -> None:
+    """Compile with XLA's optimisations mostly off (`low`) or fully on from now on.
+    JAX keeps compiled programs per function, not per flag: a program compiled before the
+    switch is reused as it was."""
+    jax.config.update(DISABLE_MOST_OPTIMIZATIONS, low)
+
+
 @contextlib.contextmanager
 def compile_effort(low: bool):
-    """Compile with XLA's optimisations mostly off (`low`) or fully on, then restore.
-    JAX keeps compiled programs per function, not per flag: a program compiled before the
-    switch is reused as it was, so switch before building what the test compiles."""
-    flag = "jax_disable_most_optimizations"
-    previous = jax.config.read(flag)
-    jax.config.update(flag, low)
+    """`set_compile_effort(low)` inside the block, the previous setting after it."""
+    previous = jax.config.read(DISABLE_MOST_OPTIMIZATIONS)
+    set_compile_effort(low)
     try:
         yield
     finally:
-        jax.config.update(flag, previous)
+        set_compile_effort(previous)
 
 
 def fusion_emitters_off_for_this_process() -> None:

@@ -21,14 +21,14 @@ def pytest_configure(config):
         fusion_emitters_off_for_this_process()
 
 
-@pytest.fixture(autouse=True)
-def _compile_effort(request):
-    # tests/compile_effort.py: why fast tests compile with XLA's optimisations mostly off.
-    from tests.compile_effort import compile_effort
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    # Before any fixture of the test, module-scoped ones included, compiles: a fixture's
+    # programs and the test's must come from the same options (tests/compile_effort.py).
+    from tests.compile_effort import set_compile_effort
 
-    full = any(request.node.get_closest_marker(m) for m in ("slow", "xla_optimized"))
-    with compile_effort(low=not full):
-        yield
+    full = any(item.get_closest_marker(m) for m in ("slow", "xla_optimized"))
+    set_compile_effort(low=not full)
 
 
 TINY = {

@@ -187,6 +187,8 @@ def test_no_tracked_file_mentions_a_stale_path():
 
 
 def test_the_writing_a_teacher_page_runs(tmp_path, monkeypatch):
+    # Also the library's one-file-teacher test: a teacher in one module, registered on
+    # import with nothing else edited, passes the harness and runs through experiments.run.
     page = DOCS / "writing-a-teacher.md"
     teacher_code, check_code = code_blocks(page.read_text())
     assert len(teacher_code.splitlines()) <= MAX_TEACHER_LINES
