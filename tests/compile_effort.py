@@ -12,8 +12,9 @@ more than running them. Two settings cut that cost, at the price of slower progr
   slow test (`-m "not slow"`): it compiles the tiny training loop about 3x faster and
   runs it about 1.5x slower, which would cost the learning tests more than it saves.
 
-Golden runs pass `FAST_COMPILE` to their own `jax.jit`, so a fixture is checked under
-the options it was recorded with in any session.
+Golden runs and the task pool's slot-layout fixture pass `FAST_COMPILE` to their own
+`jax.jit`, so a fixture is checked under the options it was recorded with in any
+session.
 """
 
 from __future__ import annotations
@@ -30,10 +31,6 @@ FAST_COMPILE = {
 }
 """XLA options (`jax.jit(..., compiler_options=...)`) of a program compiled for speed of
 compiling: what a fast-only session compiles with."""
-
-DEFAULT_EMITTERS = {"xla_cpu_use_fusion_emitters": True}
-"""For a `xla_optimized` test that compares bits with a fixture recorded in a default
-session: the emitters that session used, whatever this session's XLA_FLAGS say."""
 
 FUSION_EMITTERS_OFF = "--xla_cpu_use_fusion_emitters=false"
 

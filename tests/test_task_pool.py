@@ -22,7 +22,7 @@ from acl.rollout import Slots, TaskPool, take_from_pool
 from acl.spaces import Box
 from acl.teachers.base import Feedback, default_info
 from acl.train import Components, Trainer
-from tests.compile_effort import DEFAULT_EMITTERS
+from tests.compile_effort import FAST_COMPILE
 from tests.conftest import TINY, tiny_config
 from tests.probe_envs import MatchTargetDiscrete
 
@@ -48,12 +48,13 @@ def run_values(trainer: Trainer, compiler_options=None) -> dict[str, np.ndarray]
     return values
 
 
-@pytest.mark.xla_optimized
 def test_without_a_pool_the_run_is_bit_identical_to_the_slot_layout():
     # The fixture was recorded by the loop before the pool existed (the same
     # `run_values(make_train(slot_config()))`), so this compares against the old code path.
+    # On 2026-12-03 it was re-recorded with FAST_COMPILE, after today's loop had matched
+    # the old recording under XLA's default options.
     expected = np.load(FIXTURE)
-    got = run_values(make_train(slot_config()), compiler_options=DEFAULT_EMITTERS)
+    got = run_values(make_train(slot_config()), compiler_options=FAST_COMPILE)
     assert sorted(got) == sorted(expected.files)
     for name in expected.files:
         np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
