@@ -19,6 +19,7 @@ from acl.hparams import hparam, nested
 from acl.spaces import Box
 from acl.teachers import TEACHERS
 from acl.teachers.base import RunContext, class_factory
+from envs import ENVS
 
 SPACE = Box((0.0, -1.0), (2.0, 1.0))
 
@@ -196,18 +197,22 @@ def test_documented_agent_defaults_are_what_the_factory_builds(name):
         assert _built_value(agent, key) == declared.default, key
 
 
-def test_the_docs_table_lists_every_registered_key():
-    text = hparams_docs.table()
-    for registry in (TEACHERS, AGENTS):
+def test_the_option_pages_list_every_registered_key_and_env():
+    pages = hparams_docs.pages()
+    for page, registry in (("teachers.md", TEACHERS), ("agents.md", AGENTS)):
         for name in registry.names():
-            section = text.split(f"\n### {name}\n", 1)[1].split("\n### ", 1)[0]
+            section = pages[page].split(f"\n## {name}\n", 1)[1].split("\n## ", 1)[0]
             keys = config_keys(registry.get(name), skip=hparams_docs.SKIP)
             for key in keys:
                 assert f"| `{key}` |" in section, (name, key)
             assert section.count("\n| `") == len(keys), name
+    for name in ENVS.names():
+        section = pages["envs.md"].split(f"\n## {name}\n", 1)[1].split("\n## ", 1)[0]
+        assert "| dimension |" in section, name
 
 
-def test_docs_hyperparameters_md_is_up_to_date():
-    assert hparams_docs.DOC.read_text() == hparams_docs.table(), (
-        "docs/hyperparameters.md is out of date: run python -m acl.hparams_docs"
-    )
+def test_the_option_pages_are_up_to_date():
+    for page, text in hparams_docs.pages().items():
+        assert (hparams_docs.DOCS / page).read_text() == text, (
+            f"docs/{page} is out of date: run python -m acl.hparams_docs"
+        )

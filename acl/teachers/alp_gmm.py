@@ -388,7 +388,7 @@ def make_preset_factory(cls, presets: dict[str, dict], name: str):
     )
     factory.__doc__ = (
         f"{cls.__name__} from a named preset ({', '.join(presets)}) plus keyword overrides "
-        "of its keys (docs/hyperparameters.md); return_bounds=(lo, hi) rescales returns "
+        "of its keys (docs/teachers.md); return_bounds=(lo, hi) rescales returns "
         "to [0, 1]."
     )
     return factory
