@@ -96,9 +96,10 @@ def fake_rollout(key, n: int, num_steps: int = 16) -> Transition:
 
 def garbage_feedback(tasks: jax.Array) -> Feedback:
     n = tasks.shape[0]
+    # Dtypes as random_feedback's (float32, not weak): the jitted update is not compiled again.
     return Feedback(
         task=jnp.full_like(tasks, jnp.nan),
-        episode_return=jnp.full((n,), jnp.nan),
+        episode_return=jnp.full((n,), jnp.nan, jnp.float32),
         success=jnp.ones((n,), bool),
         length=jnp.zeros((n,), jnp.int32),
         mask=jnp.zeros((n,), bool),
@@ -125,9 +126,10 @@ def check_teacher(
     *,
     space: Box = SPACE,
     make_rollout=None,
-) -> None:
+):
     """`rounds` updates with `batch` records each; pick teacher settings whose periodic
-    work (fits, splits) happens within them. `space`, `make_rollout`: module docstring."""
+    work (fits, splits) happens within them. `space`, `make_rollout`: module docstring.
+    Returns the unbatched run's last state, to check that work happened."""
     teacher = make_teacher(space)
     assert isinstance(teacher, Teacher), "teacher lacks part of the protocol"
     params = teacher.default_params()
@@ -189,6 +191,7 @@ def check_teacher(
             assert_valid_tasks(seed_tasks, batch, space)
         feedback = jax.vmap(lambda k, t: random_feedback(k, t, space=space))(sample_keys, tasks)
         states = vupdate(states, tasks, feedback, jnp.int32(i), sample_keys)
+    return state
 
 
 def fit_once_without_random_tasks(teacher, tasks, returns):
