@@ -290,7 +290,9 @@ def test_bootstrap_uses_the_expert_prior_and_scales_returns():
 def test_beats_random_on_the_toy_bandit():
     bandit = ToyBandit(num_dims=2)
     alp = make_alp_gmm(bandit.task_space, preset="teachdeeprl", return_bounds=bandit.return_bounds)
-    kw = dict(num_episodes=5000, score_every=1000, num_seeds=16)
+    # Random masters nothing in 3,000 episodes (the origin cube gets ~30 of the 76 it
+    # needs); ALP-GMM 3-4.5 % (the 8-seed mean, with `seed` 0 to 7).
+    kw = dict(num_episodes=3000, score_every=1000, num_seeds=8)
     ours = run_toy_bandit(alp, bandit, **kw).scores[:, -1]
     rand = run_toy_bandit(RandomTeacher(bandit.task_space), bandit, **kw).scores[:, -1]
     threshold = rand.mean() + 3 * rand.std(ddof=1) / np.sqrt(len(rand))
