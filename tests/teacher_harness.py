@@ -20,6 +20,7 @@ Every update's feedback carries a random task-pool count `handed_out` in [0, bat
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -194,13 +195,24 @@ def check_teacher(
     return state
 
 
-def fit_once_without_random_tasks(teacher, tasks, returns):
-    """A GMM teacher (random-task ratio 0) after one update with `tasks` [N, D] and their
-    `returns` [N] that triggers a fit: (state, share of 4,000 samples with task[0] < 0.5)."""
+@functools.cache
+def jitted(teacher):
+    """(update, sample) of `teacher`, jitted once for every test handed an equal teacher
+    (teachers are frozen dataclasses): each compiles once per shape, not once per test."""
+    return jax.jit(teacher.update), jax.jit(teacher.sample, static_argnums=2)
+
+
+def fit_once_without_random_tasks(teacher, tasks, returns, batch: int = 32):
+    """A GMM teacher (random-task ratio 0) fed `tasks` [N, D] and their `returns` [N] in
+    order, `batch` records per update, the last update a fit step: (state, 4,000 samples)."""
+    update, sample = jitted(teacher)
     params = teacher.default_params().replace(random_task_ratio=jnp.float32(0.0))
     state = teacher.init(jax.random.PRNGKey(0), params)
-    update = jax.jit(teacher.update)
-    records = feedback(tasks, returns)
-    state = update(state, jax.random.PRNGKey(2), tasks, records, None, jnp.int32(0))
-    _, samples, _ = teacher.sample(state, jax.random.PRNGKey(1), 4000)
-    return state, float((np.asarray(samples)[:, 0] < 0.5).mean())
+    for start in range(0, len(tasks), batch):
+        last = start + batch >= len(tasks)
+        # A fit follows an update whose (step + 1) % fit_every == 0.
+        step = jnp.int32(teacher.fit_every - 1 if last else 0)
+        records = feedback(tasks[start : start + batch], returns[start : start + batch])
+        state = update(state, jax.random.PRNGKey(2), records.task, records, None, step)
+    _, samples, _ = sample(state, jax.random.PRNGKey(1), 4000)
+    return state, np.asarray(samples)
