@@ -107,6 +107,14 @@ def garbage_feedback(tasks: jax.Array) -> Feedback:
     )
 
 
+@functools.cache
+def feedback_makers(space: Box):
+    """random_feedback in `space`, for one seed and vmapped over seeds, jitted once per
+    space: run eagerly, each of its ops compiles on its own, for every new shape."""
+    one = jax.jit(functools.partial(random_feedback, space=space))
+    return one, jax.jit(jax.vmap(one))
+
+
 def assert_valid_tasks(tasks, n: int, space: Box = SPACE) -> None:
     """n tasks whose first D columns lie in `space`; columns after them (a teacher's own,
     acl.teachers.base) are only checked to be finite."""
@@ -134,10 +142,12 @@ def check_teacher(
     teacher = make_teacher(space)
     assert isinstance(teacher, Teacher), "teacher lacks part of the protocol"
     params = teacher.default_params()
-    state = teacher.init(jax.random.PRNGKey(0), params)
+    # Traced, not run: eagerly, each of init's ops would compile on its own.
+    state = jax.eval_shape(teacher.init, jax.random.PRNGKey(0), params)
     assert dataclasses.is_dataclass(state) and not isinstance(state, dict), (
         "TeacherState must be a typed dataclass"
     )
+    make_feedback, make_seed_feedbacks = feedback_makers(space)
 
     init = jax.jit(teacher.init)
     sample = jax.jit(teacher.sample, static_argnums=2)
@@ -160,7 +170,7 @@ def check_teacher(
         state, tasks, info = sample(state, k_sample, batch)
         assert isinstance(info, SampleInfo) and info.train_on.shape == (batch,)
         assert_valid_tasks(tasks, batch, space)
-        feedback = random_feedback(k_feedback, tasks, space=space)
+        feedback = make_feedback(k_feedback, tasks)
         state = update(state, tasks, feedback, jnp.int32(step), k_feedback)
         _, after, _ = sample(state, k_sample, batch)
         assert_valid_tasks(after, batch, space)
@@ -190,7 +200,7 @@ def check_teacher(
         assert tasks.shape[:2] == (num_seeds, batch) and tasks.shape[2] >= space.dim
         for seed_tasks in tasks:
             assert_valid_tasks(seed_tasks, batch, space)
-        feedback = jax.vmap(lambda k, t: random_feedback(k, t, space=space))(sample_keys, tasks)
+        feedback = make_seed_feedbacks(sample_keys, tasks)
         states = vupdate(states, tasks, feedback, jnp.int32(i), sample_keys)
     return state
 
