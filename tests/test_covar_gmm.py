@@ -119,13 +119,14 @@ def test_fit_matches_the_reference_logic():
     )
     assert tuple(range(teacher.k_min, teacher.k_max + 1)) == ref.POTENTIAL_KS
     tasks, rewards = toy_bandit_history(d, 2 * ref.FIT_RATE)
-    state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
+    # Jitted: eagerly, each op of init and fit_points would compile on its own.
+    state = jax.jit(teacher.init)(jax.random.PRNGKey(0), teacher.default_params())
     update = jax.jit(teacher.update)
     # Two windows, one update each, neither a fit step: the buffer holds the second.
     for step, window in enumerate(np.split(np.arange(len(tasks)), 2)):
         fb = feedback(tasks[window], rewards[window])
         state = update(state, KEY, fb.task, fb, None, jnp.int32(step))
-    ours = np.asarray(teacher.fit_points(state), np.float64)
+    ours = np.asarray(jax.jit(teacher.fit_points)(state), np.float64)
     ours = ours[np.argsort(ours[:, d])]  # ring order -> episode order (time column)
     points = ref.covar_gmm_points(tasks, rewards)
     np.testing.assert_allclose(ours, points, atol=1e-6)
