@@ -96,16 +96,21 @@ def data2():
     return blobs(CENTRES_2D, seed=1)
 
 
+def on_host(fits):
+    """Fits as numpy arrays: indexing a jax array eagerly compiles a program per shape."""
+    return jax.tree.map(np.asarray, fits)
+
+
 @pytest.fixture(scope="module")
 def fits2(data2):
     # NaN in the masked rows: any leak poisons the whole fit.
-    return fit(*with_garbage(data2, np.nan))
+    return on_host(fit(*with_garbage(data2, np.nan)))
 
 
 @pytest.fixture(scope="module")
 def fits3():
     x = blobs(CENTRES_3D, seed=2)
-    return x, fit(jnp.asarray(x), jnp.ones(len(x), bool), k_min=3, k_max=3)
+    return x, on_host(fit(jnp.asarray(x), jnp.ones(len(x), bool), k_min=3, k_max=3))
 
 
 def sklearn_reference(k):
@@ -152,8 +157,8 @@ def test_early_stop_matches_running_to_the_cap(num_features, data2, fits2, fits3
     else:
         (x, stopped), k_min, k_max = fits3, 3, 3
         x, mask = jnp.asarray(x), jnp.ones(len(x), bool)
-    capped = fit(x, mask, k_min=k_min, k_max=k_max, tol=0.0)
-    true_k = lambda fits: jax.tree.map(lambda a: np.asarray(a[3 - k_min]), fits)  # noqa: E731
+    capped = on_host(fit(x, mask, k_min=k_min, k_max=k_max, tol=0.0))
+    true_k = lambda fits: jax.tree.map(lambda a: a[3 - k_min], fits)  # noqa: E731
     stopped, capped = true_k(stopped), true_k(capped)
     assert (capped.n_iter == ITERS).all()
     assert (stopped.n_iter < ITERS // 2).all(), stopped.n_iter
@@ -305,7 +310,7 @@ def test_criteria_match_sklearn(data2, fits2):
 def test_aicc_guarded_when_too_few_points():
     # 15 valid points among ROWS: k = 2 in 2-D has 11 parameters, k = 3 has 17.
     x = blobs(CENTRES_2D, seed=3)[::20]
-    fits = fit(*with_garbage(x, np.nan, rows=ROWS), max_iter=20)
+    fits = on_host(fit(*with_garbage(x, np.nan, rows=ROWS), max_iter=20))
     assert np.isinf(fits.aicc[3 - K_MIN :]).all() and np.isfinite(fits.aicc[: 3 - K_MIN]).all()
     assert not np.isnan(fits.aicc).any()
     assert int((select_best(fits, "aicc").weights > 0).sum()) < 3
@@ -399,7 +404,7 @@ def test_sampling_recovers_single_gaussian():
     rng = np.random.default_rng(7)
     true_cov = np.array([[2.0, 0.8], [0.8, 0.5]])
     x = rng.multivariate_normal([1.0, -2.0], true_cov, ROWS).astype(np.float32)
-    fits = fit(jnp.asarray(x), jnp.ones(len(x), bool), max_iter=5)
+    fits = on_host(fit(jnp.asarray(x), jnp.ones(len(x), bool), max_iter=5))
     gmm = GMM(*(a[1 - K_MIN, 0] for a in (fits.weights, fits.means, fits.covariances)))
     assert int((gmm.weights > 0).sum()) == 1  # the k = 1 fit
     np.testing.assert_allclose(gmm.means[0], x.mean(0), atol=1e-4)
