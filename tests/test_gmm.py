@@ -205,11 +205,27 @@ def em_inits(x):
     return weights, means, covs
 
 
-def test_converged_fit_is_frozen_while_another_continues(data2):
-    x, mask = jnp.asarray(data2), jnp.ones(len(data2), bool)
-    weights, means, covs = em_inits(x)
-    batched = jax.jit(jax.vmap(em_from_init, in_axes=(None, None, 0, 0, 0, None, None, None)))
-    *params, ll, n_iter = batched(x, mask, weights, means, covs, ITERS, 1e-6, DEFAULT_TOL)
+@pytest.fixture(scope="module")
+def em_over_seeds(data2):
+    """Two "seeds" (data2, and data2 reversed and shifted with the means) x the two inits
+    of em_inits, EM in one jitted vmap over seeds of a vmap over inits: (data [2, N, 2],
+    mask, weights [2, 3], means [2, 2, 3, 2], covariances [2, 3, 2, 2], EM's results with
+    leading axes [2, 2])."""
+    xs = jnp.asarray(np.stack([data2, data2[::-1] + 1.0]))
+    mask = jnp.ones(len(data2), bool)
+    weights, means, covs = em_inits(xs[0])
+    means = jnp.stack([means, means + 1.0])
+    over_inits = jax.vmap(em_from_init, in_axes=(None, None, 0, 0, 0, None, None, None))
+    over_seeds = jax.jit(jax.vmap(over_inits, in_axes=(0, None, None, 0, None, None, None, None)))
+    out = over_seeds(xs, mask, weights, means, covs, ITERS, 1e-6, DEFAULT_TOL)
+    return xs, mask, weights, means, covs, on_host(out)
+
+
+def test_converged_fit_is_frozen_while_another_continues(em_over_seeds):
+    # The data2 seed: both inits in one EM loop (with the other seed's).
+    xs, mask, weights, means, covs, out = em_over_seeds
+    x, means = xs[0], means[0]
+    *params, ll, n_iter = (a[0] for a in out)
     fast, slow = (int(n) for n in n_iter)
     assert fast < 10 < slow < ITERS, (fast, slow)
     for i in range(2):
@@ -267,17 +283,11 @@ def test_fit_slots_cover_every_k_once(k_min, k_max):
     assert width * len(slots) <= (k_max - k_min + 1) * k_max
 
 
-def test_early_stop_under_vmap_over_seeds_and_jit(data2):
+def test_early_stop_under_vmap_over_seeds_and_jit(em_over_seeds):
     # Two "seeds" (data sets) x two inits: the loop runs until the slowest of the four has
     # stopped; every fit equals its own unbatched run.
-    xs = jnp.asarray(np.stack([data2, data2[::-1] + 1.0]))
-    mask = jnp.ones(len(data2), bool)
-    weights, means, covs = em_inits(xs[0])
-    means = jnp.stack([means, means + 1.0])
-    over_inits = jax.vmap(em_from_init, in_axes=(None, None, 0, 0, 0, None, None, None))
-    over_seeds = jax.jit(jax.vmap(over_inits, in_axes=(0, None, None, 0, None, None, None, None)))
-    out = over_seeds(xs, mask, weights, means, covs, ITERS, 1e-6, DEFAULT_TOL)
-    n_iter = np.asarray(out[-1])
+    xs, mask, weights, means, covs, out = em_over_seeds
+    n_iter = out[-1]
     assert n_iter.min() < n_iter.max() < ITERS
     for s, i in itertools.product(range(2), range(2)):
         alone = EM(xs[s], mask, weights[i], means[s, i], covs[i], ITERS, 1e-6, DEFAULT_TOL)
