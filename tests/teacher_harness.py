@@ -20,6 +20,7 @@ Every update's feedback carries a random task-pool count `handed_out` in [0, bat
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -96,13 +97,22 @@ def fake_rollout(key, n: int, num_steps: int = 16) -> Transition:
 
 def garbage_feedback(tasks: jax.Array) -> Feedback:
     n = tasks.shape[0]
+    # Dtypes as random_feedback's (float32, not weak): the jitted update is not compiled again.
     return Feedback(
         task=jnp.full_like(tasks, jnp.nan),
-        episode_return=jnp.full((n,), jnp.nan),
+        episode_return=jnp.full((n,), jnp.nan, jnp.float32),
         success=jnp.ones((n,), bool),
         length=jnp.zeros((n,), jnp.int32),
         mask=jnp.zeros((n,), bool),
     )
+
+
+@functools.cache
+def feedback_makers(space: Box):
+    """random_feedback in `space`, for one seed and vmapped over seeds, jitted once per
+    space: run eagerly, each of its ops compiles on its own, for every new shape."""
+    one = jax.jit(functools.partial(random_feedback, space=space))
+    return one, jax.jit(jax.vmap(one))
 
 
 def assert_valid_tasks(tasks, n: int, space: Box = SPACE) -> None:
@@ -125,16 +135,19 @@ def check_teacher(
     *,
     space: Box = SPACE,
     make_rollout=None,
-) -> None:
+):
     """`rounds` updates with `batch` records each; pick teacher settings whose periodic
-    work (fits, splits) happens within them. `space`, `make_rollout`: module docstring."""
+    work (fits, splits) happens within them. `space`, `make_rollout`: module docstring.
+    Returns the unbatched run's last state, to check that work happened."""
     teacher = make_teacher(space)
     assert isinstance(teacher, Teacher), "teacher lacks part of the protocol"
     params = teacher.default_params()
-    state = teacher.init(jax.random.PRNGKey(0), params)
+    # Traced, not run: eagerly, each of init's ops would compile on its own.
+    state = jax.eval_shape(teacher.init, jax.random.PRNGKey(0), params)
     assert dataclasses.is_dataclass(state) and not isinstance(state, dict), (
         "TeacherState must be a typed dataclass"
     )
+    make_feedback, make_seed_feedbacks = feedback_makers(space)
 
     init = jax.jit(teacher.init)
     sample = jax.jit(teacher.sample, static_argnums=2)
@@ -157,7 +170,7 @@ def check_teacher(
         state, tasks, info = sample(state, k_sample, batch)
         assert isinstance(info, SampleInfo) and info.train_on.shape == (batch,)
         assert_valid_tasks(tasks, batch, space)
-        feedback = random_feedback(k_feedback, tasks, space=space)
+        feedback = make_feedback(k_feedback, tasks)
         state = update(state, tasks, feedback, jnp.int32(step), k_feedback)
         _, after, _ = sample(state, k_sample, batch)
         assert_valid_tasks(after, batch, space)
@@ -187,17 +200,29 @@ def check_teacher(
         assert tasks.shape[:2] == (num_seeds, batch) and tasks.shape[2] >= space.dim
         for seed_tasks in tasks:
             assert_valid_tasks(seed_tasks, batch, space)
-        feedback = jax.vmap(lambda k, t: random_feedback(k, t, space=space))(sample_keys, tasks)
+        feedback = make_seed_feedbacks(sample_keys, tasks)
         states = vupdate(states, tasks, feedback, jnp.int32(i), sample_keys)
+    return state
 
 
-def fit_once_without_random_tasks(teacher, tasks, returns):
-    """A GMM teacher (random-task ratio 0) after one update with `tasks` [N, D] and their
-    `returns` [N] that triggers a fit: (state, share of 4,000 samples with task[0] < 0.5)."""
+@functools.cache
+def jitted(teacher):
+    """(update, sample) of `teacher`, jitted once for every test handed an equal teacher
+    (teachers are frozen dataclasses): each compiles once per shape, not once per test."""
+    return jax.jit(teacher.update), jax.jit(teacher.sample, static_argnums=2)
+
+
+def fit_once_without_random_tasks(teacher, tasks, returns, batch: int = 32):
+    """A GMM teacher (random-task ratio 0) fed `tasks` [N, D] and their `returns` [N] in
+    order, `batch` records per update, the last update a fit step: (state, 4,000 samples)."""
+    update, sample = jitted(teacher)
     params = teacher.default_params().replace(random_task_ratio=jnp.float32(0.0))
     state = teacher.init(jax.random.PRNGKey(0), params)
-    update = jax.jit(teacher.update)
-    records = feedback(tasks, returns)
-    state = update(state, jax.random.PRNGKey(2), tasks, records, None, jnp.int32(0))
-    _, samples, _ = teacher.sample(state, jax.random.PRNGKey(1), 4000)
-    return state, float((np.asarray(samples)[:, 0] < 0.5).mean())
+    for start in range(0, len(tasks), batch):
+        last = start + batch >= len(tasks)
+        # A fit follows an update whose (step + 1) % fit_every == 0.
+        step = jnp.int32(teacher.fit_every - 1 if last else 0)
+        records = feedback(tasks[start : start + batch], returns[start : start + batch])
+        state = update(state, jax.random.PRNGKey(2), records.task, records, None, step)
+    _, samples, _ = sample(state, jax.random.PRNGKey(1), 4000)
+    return state, np.asarray(samples)

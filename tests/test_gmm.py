@@ -26,8 +26,15 @@ from acl.teachers.gmm import (
 )
 from tests.gmm_oracle import ours_from_init, sklearn_from_init
 
-K_MIN, K_MAX, INITS, ITERS = 2, 6, 3, 100
+# Jitted once here: eager calls compile each primitive at each shape, dozens per test.
+EM = jax.jit(em_from_init)
+SAMPLE = jax.jit(sample_gmm, static_argnums=2)
+
+K_MIN, K_MAX, INITS, ITERS = 1, 7, 3, 100
+"""Most fits share these settings and ROWS rows of 2-D points, so one compiled fit_gmms
+serves them; k in 1..7 packs one (k, 0) slot, k = 4 alone (fit_slots)."""
 PER_BLOB, NUM_MASKED = 100, 60
+ROWS = 3 * PER_BLOB + NUM_MASKED
 CENTRES_2D = np.array([[0.0, 0.0], [6.0, 6.0], [-6.0, 6.0]])
 CENTRES_3D = np.array([[0.0, 0.0, 0.0], [6.0, 6.0, 6.0], [-6.0, 6.0, 6.0]])
 
@@ -39,15 +46,21 @@ def blobs(centres, seed, std=0.7):
     )
 
 
-def with_garbage(x, fill):
-    """x followed by NUM_MASKED masked rows holding `fill`."""
-    garbage = np.full((NUM_MASKED, x.shape[1]), fill, np.float32)
-    mask = np.r_[np.ones(len(x), bool), np.zeros(NUM_MASKED, bool)]
+def with_garbage(x, fill, rows=None):
+    """x followed by masked rows holding `fill`: NUM_MASKED, or up to `rows` rows."""
+    num_masked = NUM_MASKED if rows is None else rows - len(x)
+    garbage = np.full((num_masked, x.shape[1]), fill, np.float32)
+    mask = np.r_[np.ones(len(x), bool), np.zeros(num_masked, bool)]
     return jnp.asarray(np.concatenate([x, garbage])), jnp.asarray(mask)
 
 
-def fit(x, mask, reg_covar=1e-6, seed=0, k_min=K_MIN, k_max=K_MAX):
-    return fit_gmms(jax.random.key(seed), x, mask, k_min, k_max, INITS, ITERS, reg_covar)
+def fit(x, mask, reg_covar=1e-6, seed=1, k_min=K_MIN, k_max=K_MAX, max_iter=ITERS, tol=None):
+    """fit_gmms, every argument passed the same way: equal shapes share one compiled fit.
+    Seed 1: each k = 3 init of the blobs starts with a mean in every blob (seed 0 starts
+    one on a plateau, where early stopping rightly stops elsewhere than the capped run)."""
+    key = jax.random.key(seed) if isinstance(seed, int) else seed
+    tol = DEFAULT_TOL if tol is None else tol
+    return fit_gmms(key, x, mask, k_min, k_max, INITS, max_iter, reg_covar, tol)
 
 
 def best_of_k(fits, k, k_min=K_MIN):
@@ -83,16 +96,21 @@ def data2():
     return blobs(CENTRES_2D, seed=1)
 
 
+def on_host(fits):
+    """Fits as numpy arrays: indexing a jax array eagerly compiles a program per shape."""
+    return jax.tree.map(np.asarray, fits)
+
+
 @pytest.fixture(scope="module")
 def fits2(data2):
     # NaN in the masked rows: any leak poisons the whole fit.
-    return fit(*with_garbage(data2, np.nan))
+    return on_host(fit(*with_garbage(data2, np.nan)))
 
 
 @pytest.fixture(scope="module")
 def fits3():
     x = blobs(CENTRES_3D, seed=2)
-    return x, fit(jnp.asarray(x), jnp.ones(len(x), bool), k_min=3, k_max=3)
+    return x, on_host(fit(jnp.asarray(x), jnp.ones(len(x), bool), k_min=3, k_max=3))
 
 
 def sklearn_reference(k):
@@ -130,20 +148,24 @@ def test_matches_sklearn_3d(fits3):
 # -- early stopping ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("centres, seed", [(CENTRES_2D, 1), (CENTRES_3D, 2)])
-def test_early_stop_matches_running_to_the_cap(centres, seed):
-    # Well-separated blobs and the true k: EM converges in a few iterations, and stopping
+@pytest.mark.parametrize("num_features", [2, 3])
+def test_early_stop_matches_running_to_the_cap(num_features, data2, fits2, fits3):
+    # Well-separated blobs and the true k (3): EM converges in a few iterations, and stopping
     # there gives what the full max_iter iterations give.
-    x = jnp.asarray(blobs(centres, seed))
-    mask = jnp.ones(len(x), bool)
-    stopped = fit_gmms(jax.random.key(0), x, mask, 3, 3, INITS, ITERS, 1e-6)
-    capped = fit_gmms(jax.random.key(0), x, mask, 3, 3, INITS, ITERS, 1e-6, tol=0.0)
-    assert (np.asarray(capped.n_iter) == ITERS).all()
-    assert (np.asarray(stopped.n_iter) < ITERS // 2).all(), stopped.n_iter
-    per_point = np.abs(np.asarray(stopped.log_likelihood - capped.log_likelihood)) / len(x)
+    if num_features == 2:
+        (x, mask), stopped, k_min, k_max = with_garbage(data2, np.nan), fits2, K_MIN, K_MAX
+    else:
+        (x, stopped), k_min, k_max = fits3, 3, 3
+        x, mask = jnp.asarray(x), jnp.ones(len(x), bool)
+    capped = on_host(fit(x, mask, k_min=k_min, k_max=k_max, tol=0.0))
+    true_k = lambda fits: jax.tree.map(lambda a: a[3 - k_min], fits)  # noqa: E731
+    stopped, capped = true_k(stopped), true_k(capped)
+    assert (capped.n_iter == ITERS).all()
+    assert (stopped.n_iter < ITERS // 2).all(), stopped.n_iter
+    per_point = np.abs(stopped.log_likelihood - capped.log_likelihood) / int(mask.sum())
     assert per_point.max() < 1e-4
     for a, b in zip(jax.tree.leaves(stopped), jax.tree.leaves(capped), strict=True):
-        if a.dtype != jnp.int32:
+        if a.dtype != np.int32:
             np.testing.assert_allclose(a, b, atol=1e-3, rtol=1e-3)
 
 
@@ -153,7 +175,8 @@ def test_em_from_init_matches_sklearn_small_and_large_f(num_features):
     # with the same stopping rule.
     rng = np.random.default_rng(num_features)
     centres = rng.uniform(-4, 4, (3, num_features))
-    x = np.concatenate([rng.normal(c, 0.5, (60, num_features)) for c in centres])
+    # PER_BLOB points per centre: at F = 2 the shape of the other EM tests (one compile).
+    x = np.concatenate([rng.normal(c, 0.5, (PER_BLOB, num_features)) for c in centres])
     x = x.astype(np.float32)
     m0 = centres + rng.normal(0, 0.5, centres.shape)
     c0 = np.stack([np.eye(num_features)] * 3)
@@ -182,27 +205,42 @@ def em_inits(x):
     return weights, means, covs
 
 
-def test_converged_fit_is_frozen_while_another_continues(data2):
-    x, mask = jnp.asarray(data2), jnp.ones(len(data2), bool)
-    weights, means, covs = em_inits(x)
-    em = jax.jit(em_from_init)
-    batched = jax.jit(jax.vmap(em_from_init, in_axes=(None, None, 0, 0, 0, None, None, None)))
-    *params, ll, n_iter = batched(x, mask, weights, means, covs, ITERS, 1e-6, DEFAULT_TOL)
+@pytest.fixture(scope="module")
+def em_over_seeds(data2):
+    """Two "seeds" (data2, and data2 reversed and shifted with the means) x the two inits
+    of em_inits, EM in one jitted vmap over seeds of a vmap over inits: (data [2, N, 2],
+    mask, weights [2, 3], means [2, 2, 3, 2], covariances [2, 3, 2, 2], EM's results with
+    leading axes [2, 2])."""
+    xs = jnp.asarray(np.stack([data2, data2[::-1] + 1.0]))
+    mask = jnp.ones(len(data2), bool)
+    weights, means, covs = em_inits(xs[0])
+    means = jnp.stack([means, means + 1.0])
+    over_inits = jax.vmap(em_from_init, in_axes=(None, None, 0, 0, 0, None, None, None))
+    over_seeds = jax.jit(jax.vmap(over_inits, in_axes=(0, None, None, 0, None, None, None, None)))
+    out = over_seeds(xs, mask, weights, means, covs, ITERS, 1e-6, DEFAULT_TOL)
+    return xs, mask, weights, means, covs, on_host(out)
+
+
+def test_converged_fit_is_frozen_while_another_continues(em_over_seeds):
+    # The data2 seed: both inits in one EM loop (with the other seed's).
+    xs, mask, weights, means, covs, out = em_over_seeds
+    x, means = xs[0], means[0]
+    *params, ll, n_iter = (a[0] for a in out)
     fast, slow = (int(n) for n in n_iter)
     assert fast < 10 < slow < ITERS, (fast, slow)
     for i in range(2):
         # Each fit of the batch is what it is alone...
-        alone = em(x, mask, weights[i], means[i], covs[i], ITERS, 1e-6, DEFAULT_TOL)
+        alone = EM(x, mask, weights[i], means[i], covs[i], ITERS, 1e-6, DEFAULT_TOL)
         assert int(alone[-1]) == int(n_iter[i])
         for a, b in zip((*params, ll), alone[:-1], strict=True):
             np.testing.assert_allclose(a[i], b, rtol=1e-5, atol=1e-5)
     # ... so the fast one kept its parameters of iteration `fast` while the slow one ran on:
     # exactly `fast` iterations of plain EM.
-    frozen = em(x, mask, weights[0], means[0], covs[0], fast, 1e-6, 0.0)
+    frozen = EM(x, mask, weights[0], means[0], covs[0], fast, 1e-6, 0.0)
     assert int(frozen[-1]) == fast
     for a, b in zip((*params, ll), frozen[:-1], strict=True):
         np.testing.assert_allclose(a[0], b, rtol=1e-5, atol=1e-5)
-    one_more = em(x, mask, weights[0], means[0], covs[0], fast + 1, 1e-6, 0.0)
+    one_more = EM(x, mask, weights[0], means[0], covs[0], fast + 1, 1e-6, 0.0)
     assert np.abs(one_more[1] - frozen[1]).max() > 1e-3  # it had not stopped by itself
 
 
@@ -220,7 +258,7 @@ def test_packed_mixtures_each_fit_as_alone(data2):
     )
     assert int(n_iter[0]) < 10 < int(n_iter[1]) < ITERS
     for g in range(2):
-        alone = em_from_init(x, mask, weights[g], means[g], covs[g], ITERS, 1e-6, DEFAULT_TOL)
+        alone = EM(x, mask, weights[g], means[g], covs[g], ITERS, 1e-6, DEFAULT_TOL)
         assert int(alone[-1]) == int(n_iter[g])
         np.testing.assert_allclose(ll[g], alone[3], rtol=1e-5)
         for a, b in zip(params, alone[:3], strict=True):
@@ -230,7 +268,7 @@ def test_packed_mixtures_each_fit_as_alone(data2):
     *params, ll, n_iter = packed(
         x, mask, lone_w, flat(means), flat(covs), groups, 2, ITERS, 1e-6, DEFAULT_TOL
     )
-    alone = em_from_init(x, mask, weights[0], means[0], covs[0], ITERS, 1e-6, DEFAULT_TOL)
+    alone = EM(x, mask, weights[0], means[0], covs[0], ITERS, 1e-6, DEFAULT_TOL)
     assert int(n_iter[0]) == int(alone[-1]) and int(n_iter[1]) == 0
     np.testing.assert_allclose(params[1][:3], alone[1], rtol=1e-5, atol=1e-5)
     assert all(np.isfinite(a).all() for a in params)
@@ -245,20 +283,14 @@ def test_fit_slots_cover_every_k_once(k_min, k_max):
     assert width * len(slots) <= (k_max - k_min + 1) * k_max
 
 
-def test_early_stop_under_vmap_over_seeds_and_jit(data2):
+def test_early_stop_under_vmap_over_seeds_and_jit(em_over_seeds):
     # Two "seeds" (data sets) x two inits: the loop runs until the slowest of the four has
     # stopped; every fit equals its own unbatched run.
-    xs = jnp.asarray(np.stack([data2, data2[::-1] + 1.0]))
-    mask = jnp.ones(len(data2), bool)
-    weights, means, covs = em_inits(xs[0])
-    means = jnp.stack([means, means + 1.0])
-    over_inits = jax.vmap(em_from_init, in_axes=(None, None, 0, 0, 0, None, None, None))
-    over_seeds = jax.jit(jax.vmap(over_inits, in_axes=(0, None, None, 0, None, None, None, None)))
-    out = over_seeds(xs, mask, weights, means, covs, ITERS, 1e-6, DEFAULT_TOL)
-    n_iter = np.asarray(out[-1])
+    xs, mask, weights, means, covs, out = em_over_seeds
+    n_iter = out[-1]
     assert n_iter.min() < n_iter.max() < ITERS
     for s, i in itertools.product(range(2), range(2)):
-        alone = em_from_init(xs[s], mask, weights[i], means[s, i], covs[i], ITERS, 1e-6)
+        alone = EM(xs[s], mask, weights[i], means[s, i], covs[i], ITERS, 1e-6, DEFAULT_TOL)
         assert int(alone[-1]) == n_iter[s, i]
         for a, b in zip(out[:-1], alone[:-1], strict=True):
             np.testing.assert_allclose(a[s, i], b, rtol=1e-5, atol=1e-5)
@@ -286,9 +318,10 @@ def test_criteria_match_sklearn(data2, fits2):
 
 
 def test_aicc_guarded_when_too_few_points():
-    x = jnp.asarray(blobs(CENTRES_2D, seed=3)[::20])  # 15 points; k=3 in 2-D has 17 params
-    fits = fit_gmms(jax.random.key(0), x, jnp.ones(len(x), bool), 1, 3, 2, 20)
-    assert np.isinf(fits.aicc[2]).all() and np.isfinite(fits.aicc[0]).all()
+    # 15 valid points among ROWS: k = 2 in 2-D has 11 parameters, k = 3 has 17.
+    x = blobs(CENTRES_2D, seed=3)[::20]
+    fits = on_host(fit(*with_garbage(x, np.nan, rows=ROWS), max_iter=20))
+    assert np.isinf(fits.aicc[3 - K_MIN :]).all() and np.isfinite(fits.aicc[: 3 - K_MIN]).all()
     assert not np.isnan(fits.aicc).any()
     assert int((select_best(fits, "aicc").weights > 0).sum()) < 3
 
@@ -345,18 +378,21 @@ def test_padding_zero_weight_and_finite(fits2):
 
 def test_jit_and_vmap_over_datasets():
     shifts = np.array([[0.0, 0.0], [10.0, -4.0], [-3.0, 20.0]], np.float32)
-    xs = np.stack([blobs(CENTRES_2D, seed=10 + s)[::2] + sh for s, sh in enumerate(shifts)])
-    masks = np.ones(xs.shape[:2], bool)
+    data = [
+        with_garbage(blobs(CENTRES_2D, seed=10 + s) + sh, np.nan) for s, sh in enumerate(shifts)
+    ]
+    xs, masks = (jnp.stack(a) for a in zip(*data))
     keys = jax.random.split(jax.random.key(5), len(xs))
 
     def one(key, x, mask):
-        return select_best(fit_gmms(key, x, mask, 3, 3, 2, 50), "bic")
+        return select_best(fit(x, mask, seed=key), "bic")
 
-    batched = jax.jit(jax.vmap(one))(keys, jnp.asarray(xs), jnp.asarray(masks))
+    batched = jax.jit(jax.vmap(one))(keys, xs, masks)
     for d in range(len(xs)):
-        single = one(keys[d], jnp.asarray(xs[d]), jnp.asarray(masks[d]))
+        single = one(keys[d], xs[d], masks[d])
         np.testing.assert_allclose(batched.means[d], single.means, atol=1e-4)
-        assert_centres(np.asarray(batched.means[d]), CENTRES_2D + shifts[d])
+        assert int((batched.weights[d] > 0).sum()) == 3
+        assert_centres(np.asarray(batched.means[d, :3]), CENTRES_2D + shifts[d])
 
 
 def test_log_prob_matches_scipy_and_ignores_zero_weights(fits2, data2):
@@ -370,19 +406,20 @@ def test_log_prob_matches_scipy_and_ignores_zero_weights(fits2, data2):
         means=jnp.asarray(np.r_[m, [[1e3, 1e3]]], jnp.float32),
         covariances=jnp.asarray(np.r_[c, np.zeros((1, 2, 2))], jnp.float32),
     )
-    got = gmm_log_prob(gmm, jnp.asarray(data2))
+    got = jax.jit(gmm_log_prob)(gmm, jnp.asarray(data2))
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
 
 
 def test_sampling_recovers_single_gaussian():
     rng = np.random.default_rng(7)
     true_cov = np.array([[2.0, 0.8], [0.8, 0.5]])
-    x = rng.multivariate_normal([1.0, -2.0], true_cov, 2000).astype(np.float32)
-    fits = fit_gmms(jax.random.key(0), jnp.asarray(x), jnp.ones(len(x), bool), 1, 1, 1, 5)
-    gmm = select_best(fits, "bic")
+    x = rng.multivariate_normal([1.0, -2.0], true_cov, ROWS).astype(np.float32)
+    fits = on_host(fit(jnp.asarray(x), jnp.ones(len(x), bool), max_iter=5))
+    gmm = GMM(*(a[1 - K_MIN, 0] for a in (fits.weights, fits.means, fits.covariances)))
+    assert int((gmm.weights > 0).sum()) == 1  # the k = 1 fit
     np.testing.assert_allclose(gmm.means[0], x.mean(0), atol=1e-4)
     np.testing.assert_allclose(gmm.covariances[0], np.cov(x.T, bias=True), atol=1e-3)
-    s = np.asarray(sample_gmm(jax.random.key(1), gmm, 20000))
+    s = np.asarray(SAMPLE(jax.random.key(1), gmm, 20000))
     assert s.shape == (20000, 2)
     np.testing.assert_allclose(s.mean(0), gmm.means[0], atol=0.05)
     np.testing.assert_allclose(np.cov(s.T), gmm.covariances[0], atol=0.06)
@@ -395,9 +432,9 @@ def test_sampling_follows_component_probs():
         covariances=jnp.broadcast_to(jnp.eye(2) * 0.01, (3, 2, 2)),
     )
     key = jax.random.key(2)
-    default = np.asarray(sample_gmm(key, gmm, 4000))
+    default = np.asarray(SAMPLE(key, gmm, 4000))
     assert abs((default[:, 0] > 0).mean() - 0.5) < 0.05 and (np.abs(default[:, 1]) < 1).all()
-    forced = np.asarray(sample_gmm(key, gmm, 1000, component_probs=jnp.array([0.0, 0.0, 3.0])))
+    forced = np.asarray(SAMPLE(key, gmm, 1000, component_probs=jnp.array([0.0, 0.0, 3.0])))
     np.testing.assert_allclose(forced.mean(0), [0.0, 50.0], atol=0.05)
 
 
@@ -409,12 +446,12 @@ def test_sampling_never_draws_zero_probability_components():
         means=jnp.arange(6, dtype=jnp.float32)[:, None] * 100.0,
         covariances=jnp.full((6, 1, 1), 1e-4),
     )
-    draws = np.asarray(sample_gmm(jax.random.key(3), gmm, 20000, component_probs=probs))
+    draws = np.asarray(SAMPLE(jax.random.key(3), gmm, 20000, component_probs=probs))
     counts = np.bincount(np.rint(draws[:, 0] / 100).astype(int), minlength=6)
     assert counts[[0, 2, 5]].sum() == 0
     np.testing.assert_allclose(counts / len(draws), probs, atol=0.015)
     # Unnormalised probabilities are normalised.
-    scaled = np.asarray(sample_gmm(jax.random.key(3), gmm, 20000, component_probs=probs * 7))
+    scaled = np.asarray(SAMPLE(jax.random.key(3), gmm, 20000, component_probs=probs * 7))
     np.testing.assert_allclose(scaled, draws, rtol=1e-5, atol=1e-3)
 
 
@@ -422,8 +459,9 @@ def test_sampling_never_draws_zero_probability_components():
 def test_unrolled_cholesky_matches_lapack(num_features):
     from acl.teachers.gmm import cholesky_with_inverse
 
-    a = jax.random.normal(jax.random.PRNGKey(num_features), (6, num_features, num_features))
-    a = a @ jnp.swapaxes(a, -1, -2) + 0.1 * jnp.eye(num_features)
-    low, inv = cholesky_with_inverse(a)
-    np.testing.assert_allclose(low, jnp.linalg.cholesky(a), atol=1e-4, rtol=1e-4)
+    rng = np.random.default_rng(num_features)
+    a = rng.normal(size=(6, num_features, num_features))
+    a = (a @ np.swapaxes(a, -1, -2) + 0.1 * np.eye(num_features)).astype(np.float32)
+    low, inv = jax.jit(cholesky_with_inverse)(a)  # jitted, as in EM: one compile, not dozens
+    np.testing.assert_allclose(low, np.linalg.cholesky(a), atol=1e-4, rtol=1e-4)
     np.testing.assert_allclose(inv @ low, np.broadcast_to(np.eye(num_features), a.shape), atol=1e-4)

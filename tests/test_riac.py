@@ -1,6 +1,9 @@
-"""RIAC: ALP formula, split rule, full region list, harness, toy bandit."""
+"""RIAC: ALP formula, split rule, full region list, toy bandit (the conformance harness,
+with splits: tests/test_teachers.py)."""
 
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -12,7 +15,7 @@ from acl.spaces import Box
 from acl.teachers import TEACHERS
 from acl.teachers.random import RandomTeacher
 from acl.teachers.riac import make_riac
-from tests.teacher_harness import check_teacher, feedback
+from tests.teacher_harness import feedback
 
 KEY = jax.random.PRNGKey(0)
 """Teachers' update key: these teachers keep their own keys and ignore it."""
@@ -30,8 +33,10 @@ def reference_alp(returns, window):
     return abs(arr[-cpw:-half].mean() - arr[-half:].mean())
 
 
+@functools.partial(jax.jit, static_argnums=0)
 def feed_one_by_one(teacher, state, tasks, returns):
-    """One record per update, as the toy bandit does (one compiled scan)."""
+    """One record per update, as the toy bandit does (one compiled scan per teacher and
+    record count; teachers equal in their static keys share it)."""
 
     def body(state, xs):
         step, task, ret = xs
@@ -39,41 +44,63 @@ def feed_one_by_one(teacher, state, tasks, returns):
         return teacher.update(state, KEY, task[None], records, None, step), None
 
     xs = (jnp.arange(len(returns), dtype=jnp.int32), jnp.asarray(tasks), jnp.asarray(returns))
-    return jax.jit(lambda s, xs: jax.lax.scan(body, s, xs)[0])(state, xs)
+    return jax.lax.scan(body, state, xs)[0]
+
+
+SPLITTER = dict(task_space=UNIT2, max_region_size=60, max_regions=7)
+"""A tree that a full root (61 records) splits once."""
+
+
+def init_splitter(seed, **hyper):
+    """The SPLITTER teacher and its initial state with numeric keys `hyper`: they live in
+    the state, so every variant runs SPLITTER's one compiled feed."""
+    teacher = make_riac(**SPLITTER)
+    params = make_riac(**SPLITTER, **hyper).default_params()
+    return teacher, teacher.init(jax.random.PRNGKey(seed), params)
+
+
+# One window of 21 records and no splits, for the ALP formula and masked records; every
+# update gets WINDOW_BATCH records (the shorter batches padded), so one compiled update.
+WINDOW = make_riac(task_space=UNIT2, max_region_size=20, max_regions=1, alp_window=12)
+WINDOW_UPDATE = jax.jit(WINDOW.update)
+WINDOW_BATCH = 7
+
+
+def update_window(state, tasks, returns):
+    """WINDOW's update with these records, then masked NaN ones up to WINDOW_BATCH."""
+    n = len(returns)
+    tasks = np.concatenate([tasks, np.full((WINDOW_BATCH - n, 2), np.nan)])
+    returns = np.concatenate([returns, np.full(WINDOW_BATCH - n, np.nan)])
+    records = feedback(tasks, returns, mask=np.arange(WINDOW_BATCH) < n)
+    return WINDOW_UPDATE(state, KEY, tasks, records, None, 0)
 
 
 def test_alp_formula_matches_reference_on_sliding_windows():
-    teacher = make_riac(task_space=UNIT2, max_region_size=20, max_regions=1, alp_window=12)
-    state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
+    state = WINDOW.init(jax.random.PRNGKey(0), WINDOW.default_params())
     rng = np.random.default_rng(0)
     returns = rng.normal(size=40).cumsum()
     tasks = rng.uniform(size=(40, 2))
-    update = jax.jit(teacher.update)
     for i in range(40):
-        one = tasks[i : i + 1]
-        state = update(state, KEY, one, feedback(one, returns[i : i + 1]), None, 0)
+        state = update_window(state, tasks[i : i + 1], returns[i : i + 1])
         window = list(returns[: i + 1][-21:])  # deque(maxlen=max_region_size + 1)
         np.testing.assert_allclose(float(state.alp[0]), reference_alp(window, 12), atol=1e-5)
     # A hand-made window: oldest [0, 0, 0, 0] then newest [1, 1, 1] (h = 3): ALP 1.
-    state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
-    state = update(state, KEY, tasks[:7], feedback(tasks[:7], [0, 0, 0, 0, 1, 1, 1]), None, 0)
+    state = WINDOW.init(jax.random.PRNGKey(0), WINDOW.default_params())
+    state = update_window(state, tasks[:7], [0, 0, 0, 0, 1, 1, 1])
     assert float(state.alp[0]) == pytest.approx(1.0)
-    state = update(state, KEY, tasks[:1], feedback(tasks[:1], [1]), None, 0)  # 0000|1111 -> 1
+    state = update_window(state, tasks[:1], [1])  # 0000|1111 -> 1
     assert float(state.alp[0]) == pytest.approx(1.0)
-    state = update(state, KEY, tasks[:1], feedback(tasks[:1], [1]), None, 0)  # 0000|1 11111 -> 0.8
+    state = update_window(state, tasks[:1], [1])  # 0000|1 11111 -> 0.8
     assert float(state.alp[0]) == pytest.approx(0.8)
 
 
 @pytest.mark.parametrize("min_split_score", [0.0, 0.2])
 def test_split_separates_learning_half_from_flat_half(min_split_score):
-    teacher = make_riac(
-        task_space=UNIT2, max_region_size=60, max_regions=7, min_split_score=min_split_score
-    )
+    teacher, state = init_splitter(2, min_split_score=min_split_score)
     rng = np.random.default_rng(1)
     tasks = rng.uniform(size=(61, 2)).astype(np.float32)
     rising = tasks[:, 0] < 0.5
     returns = np.where(rising, np.arange(61) / 60.0, 0.5).astype(np.float32)
-    state = teacher.init(jax.random.PRNGKey(2), teacher.default_params())
     state = feed_one_by_one(teacher, state, tasks, returns)
     assert int(state.num_splits) == 1 and int(state.active.sum()) == 3
     children = np.nonzero(np.asarray(state.leaf))[0]
@@ -91,16 +118,14 @@ def test_split_separates_learning_half_from_flat_half(min_split_score):
 
 def test_flat_alp_still_splits_and_unsplittable_leaf_discards():
     # Reference rule: a full leaf splits if any candidate is wide enough, whatever the score.
-    teacher = make_riac(task_space=UNIT2, max_region_size=60, max_regions=7)
+    teacher, state = init_splitter(4)
     rng = np.random.default_rng(3)
     tasks = rng.uniform(size=(61, 2)).astype(np.float32)
     flat = np.full((61,), 0.3, np.float32)
-    state = teacher.init(jax.random.PRNGKey(4), teacher.default_params())
     state = feed_one_by_one(teacher, state, tasks, flat)
     assert int(state.num_splits) == 1 and int(state.num_discards) == 0
     # No child may be 60% of the range wide on both sides: no split, oldest 15 dropped.
-    teacher = make_riac(task_space=UNIT2, max_region_size=60, min_dims_range_ratio=0.6)
-    state = teacher.init(jax.random.PRNGKey(4), teacher.default_params())
+    teacher, state = init_splitter(4, min_dims_range_ratio=0.6)
     state = feed_one_by_one(teacher, state, tasks, flat)
     assert int(state.num_splits) == 0 and int(state.num_discards) == 1
     assert int(state.count[0]) == 61 - 15
@@ -114,14 +139,12 @@ def test_min_split_score_keeps_uniform_alp_regions_whole():
     constant = np.full((61,), 0.3, np.float32)
     rising = (np.arange(61) / 60.0).astype(np.float32)
     for returns, threshold in ((constant, 1e-6), (rising, 0.2)):
-        teacher = make_riac(task_space=UNIT2, max_region_size=60, min_split_score=threshold)
-        state = teacher.init(jax.random.PRNGKey(6), teacher.default_params())
+        teacher, state = init_splitter(6, min_split_score=threshold)
         state = feed_one_by_one(teacher, state, tasks, returns)
         assert int(state.num_splits) == 0 and int(state.num_discards) == 1
         assert int(state.count[0]) == 61 - 15 and int(state.active.sum()) == 1
         # The reference rule (min_split_score 0) cuts the same region anyway.
-        reference = make_riac(task_space=UNIT2, max_region_size=60)
-        state = reference.init(jax.random.PRNGKey(6), reference.default_params())
+        reference, state = init_splitter(6)
         state = feed_one_by_one(reference, state, tasks, returns)
         assert int(state.num_splits) == 1
     with pytest.raises(ConfigError, match="min_split_score"):
@@ -151,16 +174,14 @@ def test_full_region_list_stops_splitting_and_windows_slide():
 
 
 def test_masked_and_nan_records_are_ignored():
-    teacher = make_riac(task_space=UNIT2, max_region_size=20, max_regions=3)
-    state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
-    tasks = jnp.array([[0.2, 0.2], [jnp.nan, 0.1], [0.3, 0.3]])
-    fb = feedback(tasks, [1.0, 2.0, jnp.nan], mask=[False, True, True])
-    state = jax.jit(teacher.update)(state, KEY, tasks, fb, None, 0)
+    state = WINDOW.init(jax.random.PRNGKey(0), WINDOW.default_params())
+    # Masked, valid with a NaN task, valid with a NaN return, then masked NaN padding.
+    tasks = np.full((WINDOW_BATCH, 2), np.nan, np.float32)
+    tasks[:3] = [[0.2, 0.2], [np.nan, 0.1], [0.3, 0.3]]
+    returns = np.r_[1.0, 2.0, np.full(5, np.nan)]
+    fb = feedback(tasks, returns, mask=[False, True, True, False, False, False, False])
+    state = WINDOW_UPDATE(state, KEY, tasks, fb, None, 0)
     assert int(state.count[0]) == 0 and np.isfinite(np.asarray(state.window_task)).all()
-
-
-def test_harness_with_splits():
-    check_teacher(lambda space: make_riac(task_space=space, max_region_size=16, max_regions=31))
 
 
 def test_factory_config():

@@ -1,4 +1,5 @@
-"""Every registered teacher through the shared harness, plus baseline behaviour."""
+"""Every registered teacher through the shared harness (those built on an env, in their own
+files), plus baseline behaviour."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from acl.errors import ConfigError
 from acl.teachers import TEACHERS
 from acl.teachers.base import RunContext
 from acl.teachers.random import FixedTeacher, RandomTeacher
-from tests.teacher_harness import SPACE, check_teacher, random_feedback
+from tests.teacher_harness import SPACE, check_teacher, jitted, random_feedback
 
 # Teachers built on the run's env (levels, goals, starts, a guide); their own test files
 # run them through the harness with a suitable env.
@@ -29,9 +30,30 @@ NEEDS_ENV = {
 }
 
 
+GMM_SETTINGS = dict(fit_rate=64, fit_every=3, k_max=3, em_iterations=10)
+HARNESS_SETTINGS = {
+    "alp_gmm": GMM_SETTINGS,
+    "covar_gmm": GMM_SETTINGS,
+    "riac": dict(max_region_size=16, max_regions=31),
+}
+"""Keys under which a teacher's periodic work happens within the harness' rounds (the
+defaults would fit or split too late to be checked); other teachers run as configured."""
+
+PERIODIC_WORK_DONE = {
+    "alp_gmm": lambda state: bool(state.has_fit),
+    "covar_gmm": lambda state: bool(state.has_fit),
+    "riac": lambda state: int(state.num_splits) > 0,
+}
+
+
+# The one harness run of each teacher that needs no env (each compile costs seconds).
 @pytest.mark.parametrize("name", [n for n in TEACHERS.names() if n not in NEEDS_ENV])
 def test_teacher_conforms(name):
-    check_teacher(lambda space: TEACHERS.get(name)(task_space=space, context=RunContext()))
+    settings = HARNESS_SETTINGS.get(name, {})
+    state = check_teacher(
+        lambda space: TEACHERS.get(name)(task_space=space, context=RunContext(), **settings)
+    )
+    assert PERIODIC_WORK_DONE.get(name, lambda _: True)(state), f"{name} never fit or split"
 
 
 @pytest.mark.parametrize("name", sorted(NEEDS_ENV))
@@ -43,8 +65,9 @@ def test_env_teachers_say_they_need_an_env(name):
 
 def test_random_covers_the_box_uniformly():
     teacher = RandomTeacher(SPACE)
+    _, sample = jitted(teacher)
     state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
-    _, tasks, _ = teacher.sample(state, jax.random.PRNGKey(1), 20_000)
+    _, tasks, _ = sample(state, jax.random.PRNGKey(1), 20_000)
     tasks = np.asarray(tasks)
     width = np.asarray(SPACE.high) - np.asarray(SPACE.low)
     unit = (tasks - np.asarray(SPACE.low)) / width
@@ -55,11 +78,12 @@ def test_random_covers_the_box_uniformly():
 def test_fixed_always_hands_out_the_default_task():
     space = SPACE.replace(default=(0.5, 1.0, 12.0))
     teacher = FixedTeacher(space)
+    update, sample = jitted(teacher)
     state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
-    state, tasks, _ = teacher.sample(state, jax.random.PRNGKey(1), 7)
+    state, tasks, _ = sample(state, jax.random.PRNGKey(1), 7)
     np.testing.assert_array_equal(np.asarray(tasks), np.tile([0.5, 1.0, 12.0], (7, 1)))
     feedback = random_feedback(jax.random.PRNGKey(2), tasks)
-    state = teacher.update(state, jax.random.PRNGKey(3), tasks, feedback, None, jnp.int32(0))
+    state = update(state, jax.random.PRNGKey(3), tasks, feedback, None, jnp.int32(0))
     assert int(state.episodes_seen) == int(feedback.mask.sum())
 
 
@@ -71,14 +95,15 @@ def test_unknown_teacher_suggests_the_closest_name():
 def test_compact_feedback_keeps_valid_records_in_order_and_counts_the_rest():
     from acl.teachers.base import Feedback, compact_feedback
 
-    mask = jnp.array([False, True, False, True, True, False, True])
+    mask = np.array([False, True, False, True, True, False, True])
     feedback = Feedback(
-        task=jnp.arange(7.0)[:, None],
-        episode_return=jnp.arange(7.0) * 10,
+        task=np.arange(7.0, dtype=np.float32)[:, None],
+        episode_return=np.arange(7.0, dtype=np.float32) * 10,
         success=mask,
-        length=jnp.arange(7),
+        length=np.arange(7, dtype=np.int32),
         mask=mask,
     )
+    compact_feedback = jax.jit(compact_feedback, static_argnums=1)  # one compile, not per op
     compact, dropped = compact_feedback(feedback, 3)
     np.testing.assert_array_equal(compact.task[:, 0], [1.0, 3.0, 4.0])
     np.testing.assert_array_equal(compact.episode_return, [10.0, 30.0, 40.0])
