@@ -81,6 +81,7 @@ lidar sees every stump.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -89,7 +90,6 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 from gymnax.environments import spaces
-from jax2d.engine import get_pairwise_interaction_indices
 from jax2d.sim_state import SimParams, SimState
 
 from envs._checks import positive_int
@@ -235,6 +235,42 @@ class _Contacts:
     """[legs, pairs] bool: (terrain, lower leg i) pairs."""
 
 
+def _contact_pairs(layout: SceneLayout, engine: WalkerEngine) -> _Contacts:
+    pairs = np.asarray(engine.poly_poly_pairs)  # get_pairwise_interaction_indices' order
+    terrain = pairs[:, 0] < layout.num_static
+
+    def with_part(part: int) -> np.ndarray:
+        return terrain & (pairs[:, 1] == part)
+
+    lower = np.stack([with_part(layout.lower(i)) for i in range(layout.body.num_legs)])
+    return _Contacts(hull=with_part(layout.hull), lower=lower)
+
+
+@functools.cache
+def _scene(body: str, num_stump_slots: int, solver_iterations: int):
+    """(layout, jax2d static params, engine, scene at rest, contact pairs) of one static
+    config. Building them runs hundreds of small eager jax2d ops (about a second), and a
+    benchmark suite builds an env per teacher and student: envs of one config share them,
+    as they hold only immutable arrays."""
+    layout = SceneLayout(num_stump_slots=num_stump_slots, body=get_body(body))
+    static_params = layout.static_params(solver_iterations)
+    engine = WalkerEngine(static_params, layout)
+    template = build_template(
+        layout,
+        static_params,
+        ground_top=TERRAIN_HEIGHT,
+        ground_span=(-TRACK_END, 2 * TRACK_END),
+        hull_position=(START_X, TERRAIN_HEIGHT + layout.body.stance_height),
+        friction=FRICTION,
+        gravity=GRAVITY,
+    )
+    joints = template.joint
+    assert [tuple(p) for p in zip(joints.a_index.tolist(), joints.b_index.tolist())] == list(
+        layout.joint_pairs
+    ), "jax2d joint order differs from SceneLayout.joint_pairs"
+    return layout, static_params, engine, template, _contact_pairs(layout, engine)
+
+
 @ENVS.register("stump_tracks")
 class StumpTracks(TaskEnv):
     """TeachMyAgent's Stump Tracks on jax2d; one program per walker body.
@@ -272,8 +308,8 @@ class StumpTracks(TaskEnv):
         self.max_episode_steps = positive_int(max_episode_steps, "env.max_episode_steps") or 2000
         positive_int(num_stump_slots, "env.num_stump_slots", allow_none=False)
         positive_int(solver_iterations, "env.solver_iterations", allow_none=False)
-        self.layout = SceneLayout(num_stump_slots=num_stump_slots, body=self.body)
-        self.static_params = self.layout.static_params(solver_iterations)
+        scene = _scene(body, num_stump_slots, solver_iterations)
+        self.layout, self.static_params, self.engine, self._template, self._contacts = scene
         self.sim_params = SimParams(
             dt=1.0 / FPS,
             clip_position=2.0 * TRACK_END,
@@ -281,23 +317,8 @@ class StumpTracks(TaskEnv):
             joint_stiffness=JOINT_STIFFNESS,
             baumgarte_coefficient_collision=CONTACT_BAUMGARTE,
         )
-        self.engine = WalkerEngine(self.static_params, self.layout)
         speeds = [self.body.hip_speed, self.body.knee_speed] * self.body.num_legs
         self._max_speed = np.asarray(speeds, np.float32)
-        self._template = build_template(
-            self.layout,
-            self.static_params,
-            ground_top=TERRAIN_HEIGHT,
-            ground_span=(-TRACK_END, 2 * TRACK_END),
-            hull_position=(START_X, TERRAIN_HEIGHT + self.body.stance_height),
-            friction=FRICTION,
-            gravity=GRAVITY,
-        )
-        joints = self._template.joint
-        assert [tuple(p) for p in zip(joints.a_index.tolist(), joints.b_index.tolist())] == list(
-            self.layout.joint_pairs
-        ), "jax2d joint order differs from SceneLayout.joint_pairs"
-        self._contacts = self._contact_pairs()
         max_cost = self.body.num_motors * self.body.torque_penalty * 80.0 * self.max_episode_steps
         finish = SHAPING_PER_UNIT * (FINISH_X - START_X)
         self.return_bounds = (FALL_REWARD - max_cost - HULL_ANGLE_COST * math.pi, finish + 10.0)
@@ -467,17 +488,6 @@ class StumpTracks(TaskEnv):
         ).reshape(-1)
         rays = lidar(p.position[hull], state.track)
         return jnp.concatenate([head, legs, rays]).astype(jnp.float32)
-
-    def _contact_pairs(self) -> _Contacts:
-        *_, pairs = get_pairwise_interaction_indices(self.static_params)
-        pairs = np.asarray(pairs)
-        terrain = pairs[:, 0] < self.layout.num_static
-
-        def with_part(part: int) -> np.ndarray:
-            return terrain & (pairs[:, 1] == part)
-
-        lower = np.stack([with_part(self.layout.lower(i)) for i in range(self.body.num_legs)])
-        return _Contacts(hull=with_part(self.layout.hull), lower=lower)
 
     # -- helpers for tests, scripts and rendering --------------------------------------
 

@@ -19,13 +19,22 @@ def stored_parameters_cell(path: Path):
     return params
 
 
-def execute(path: Path, cwd: Path, timeout: int):
+def execute(path: Path, cwd: Path, timeout: int, parameters: dict | None = None):
     """Run the notebook in a kernel whose working directory is `cwd`; fail on any error.
+    `parameters` overrides values of its parameters cell, in a cell run right after it
+    (as papermill injects them).
 
     Returns the executed notebook."""
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
+    if parameters:
+        cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+        assert len(cells) == 1, f"{path.name} needs one cell tagged parameters"
+        for name in parameters:
+            assert f"{name} = " in cells[0].source, f"{name} is not a parameter of {path.name}"
+        source = "\n".join(f"{name} = {value!r}" for name, value in parameters.items())
+        nb.cells.insert(nb.cells.index(cells[0]) + 1, nbformat.v4.new_code_cell(source))
     client = NotebookClient(
         nb,
         timeout=timeout,

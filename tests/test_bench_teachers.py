@@ -5,20 +5,28 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 
+from acl.config import load_config
 from experiments import bench_teachers
+from tests.conftest import TINY
 
 
 def test_overhead_per_round_and_median(tmp_path):
+    # TINY with Fixed: each teacher's training compiles apart (~7 s on 2 cores; ALP-GMM's
+    # twice that), and Random's is the very program test_bench_maze's warm-up test times,
+    # so one of the two reads it from the compile cache.
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump({**TINY, "teacher": {"name": "alp_gmm", "fit_every": 23}}))
     out = tmp_path / "bench.json"
     code = bench_teachers.main(
-        ["--teachers", "alp_gmm", "--seeds", "1", "--iterations", "2", "--rounds", "3"]
+        ["--config", str(config), "--teachers", "fixed", "--iterations", "2", "--rounds", "3"]
         + ["--out", str(out)]
     )
     assert code == 0
     document = json.loads(out.read_text())
     results = document["results"]
-    assert list(results) == ["random", "alp_gmm"]  # Random first: the reference
+    assert list(results) == ["random", "fixed"]  # Random first: the reference
     assert document["rounds"] == 3
     for r in results.values():
         assert len(r["seconds"]) == 3 and all(s > 0 for s in r["seconds"])
@@ -26,9 +34,12 @@ def test_overhead_per_round_and_median(tmp_path):
         assert sorted(r["overhead_per_round"]) == sorted(1 - x for x in ratios)
         assert r["overhead"] == sorted(r["overhead_per_round"])[1]  # the median of 3
     assert results["random"]["overhead"] == 0
-    # The config's teacher keys reach the teachers that take them.
+    assert document["table"][1]["teacher"] == "fixed"
+    # The config's teacher keys reach the teachers that take them, and only those.
     assert document["config"]["teacher"]["fit_every"] == 23
-    assert document["table"][1]["teacher"] == "alp_gmm"
+    base = load_config(config)
+    assert bench_teachers.with_teacher(base, "alp_gmm").teacher.kwargs == {"fit_every": 23}
+    assert bench_teachers.with_teacher(base, "fixed").teacher.kwargs == {}
 
 
 @pytest.mark.slow  # two teachers compiled on a challenged config: about a minute

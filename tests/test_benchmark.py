@@ -21,6 +21,7 @@ from acl.benchmark.runner import (
     run_suite,
 )
 from acl.errors import ConfigError
+from tests.compile_effort import compile_effort
 from tests.conftest import TINY
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,7 +45,10 @@ def tiny_suite(**changes) -> dict:
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
     out = tmp_path_factory.mktemp("whole")
-    table = run_suite(parse_suite(tiny_suite()), out, progress=False)
+    # A module fixture is set up before the autouse one that lowers the effort: lower it
+    # here too, or the suite compiles fully optimised and no later test hits its cache.
+    with compile_effort(low=True):
+        table = run_suite(parse_suite(tiny_suite()), out, progress=False)
     return out, table
 
 
@@ -82,7 +86,8 @@ def test_an_interrupted_benchmark_resumes_without_recomputing_finished_cells(
         return real_run(self, spec, *args)
 
     monkeypatch.setattr(runner._Program, "run", killed_in_second_cell)
-    with pytest.raises(KeyboardInterrupt):
+    # The fixture's effort: runs repeat bit for bit only under the same compile options.
+    with pytest.raises(KeyboardInterrupt), compile_effort(low=True):
         run_suite(suite, tmp_path, progress=False)
     cells = sorted(p.name for p in (tmp_path / "cells").iterdir())
     assert cells == ["random__default.csv"], "only the finished cell is on disk"
@@ -95,7 +100,8 @@ def test_an_interrupted_benchmark_resumes_without_recomputing_finished_cells(
         return real_run(self, spec, *args)
 
     monkeypatch.setattr(runner._Program, "run", counting)
-    table = run_suite(suite, tmp_path, progress=False)
+    with compile_effort(low=True):
+        table = run_suite(suite, tmp_path, progress=False)
     assert ("random", "default") not in calls and len(calls) == 5
     assert (tmp_path / "cells" / "random__default.csv").stat().st_mtime_ns == first
     assert is_complete(suite, tmp_path)

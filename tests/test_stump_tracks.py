@@ -6,12 +6,15 @@ fixture `runs` resets a batch of scenarios (one row each: a task, a key and a sc
 plays them all in one jitted vmap of a `lax.scan`. A script may, before each `env.step`,
 pose the whole walker rigidly (hull position and angle, one velocity for every part) or
 only set every part's velocity: that is how the kinematic traverse, the push towards a
-stump and the upside-down drop are played. Track generation and the lidar need no physics
-and are checked eagerly against the documented formulas.
+stump and the upside-down drop are played. That program compiles with XLA's optimisations
+mostly off (half the compile time), where a walker step runs ~4 ms: so episodes are short,
+just long enough for every scenario. Track generation and the lidar need no physics and
+are checked against the documented formulas.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -24,14 +27,16 @@ from acl.errors import ConfigError
 from envs import stump_tracks as st
 from envs.registry import make_env
 from envs.stump_tracks import StumpTracks, StumpTracksParams, Track, generate_track, lidar
+from tests.compile_effort import compile_effort
 
-EPISODE = 300
+EPISODE = 120
 """max_episode_steps of the env under test: every scripted rollout is one full episode."""
 CLEARANCE = 0.1
 """Gap left under the feet, above the tallest stump, in the kinematic traverse [units]."""
-PUSH_SPEED = 3.0
+PUSH_SPEED = 5.0
 """Horizontal speed forced on every walker part in the push scenarios [units / s]."""
-PUSH_STEPS = 200
+PUSH_STEPS = 80
+"""Long enough to carry the walker 8 units: past the first stump when it is small."""
 
 
 # -- one compiled program for every rollout --------------------------------------------
@@ -133,6 +138,12 @@ def env():
 @pytest.fixture(scope="module")
 def runs(env):
     """Every scenario of the file, reset and rolled out in one batch: name -> results."""
+    # Module fixtures are set up before the autouse fixture that sets the effort.
+    with compile_effort(low=True):
+        return _play_scenarios(env)
+
+
+def _play_scenarios(env: StumpTracks) -> dict:
     rows = {
         # name: (task, reset seed)
         "traverse": ((2.0, 1.0), 0),
@@ -254,7 +265,7 @@ def test_params_for_tasks_gives_each_row_its_own_track(env):
     np.testing.assert_allclose(params.stump_spacing, tasks[:, 1])
     # The same key for every row: only the task tells the tracks apart.
     keys = jnp.stack([jax.random.PRNGKey(0)] * 4)
-    tracks = jax.vmap(generate_track)(keys, params)
+    tracks = jax.jit(jax.vmap(generate_track))(keys, params)
     mean_height = [float(np.mean(h[: int(c)])) for h, c in zip(tracks.height, tracks.count)]
     assert mean_height[1] > mean_height[0] + 1.0  # mu = 3 vs mu = 0
     np.testing.assert_allclose(mean_height[3], st.MIN_STUMP_HEIGHT * st.TERRAIN_STEP, rtol=1e-5)
@@ -310,6 +321,8 @@ def test_same_key_and_task_give_the_same_episode(env, runs):
 # -- track generation ---------------------------------------------------------------------
 
 
+# Jitted: eagerly, every jnp op of the generator would compile a program of its own.
+@functools.partial(jax.jit, static_argnames="num_keys")
 def _tracks(mu: float, spacing: float, num_keys: int = 1) -> Track:
     params = StumpTracksParams(stump_height=jnp.float32(mu), stump_spacing=jnp.float32(spacing))
     keys = jax.random.split(jax.random.PRNGKey(11), num_keys)
@@ -373,11 +386,13 @@ def _track(stumps: list[tuple[float, float]]) -> Track:
 
 
 ANGLES = 1.5 * np.arange(10) / 10
+_lidar = jax.jit(lidar)
+"""The lidar as the env runs it, compiled once (eagerly, each jnp op compiles apart)."""
 
 
 def test_lidar_on_flat_ground():
     for above in (0.5, 2.5333):
-        fractions = np.asarray(lidar(jnp.array([20.0, st.TERRAIN_HEIGHT + above]), _track([])))
+        fractions = np.asarray(_lidar(jnp.array([20.0, st.TERRAIN_HEIGHT + above]), _track([])))
         expected = np.minimum(1.0, above / np.cos(ANGLES) / st.LIDAR_RANGE)
         np.testing.assert_allclose(fractions, expected, rtol=1e-4)
         assert fractions.shape == (st.NUM_LIDAR,)
@@ -389,7 +404,7 @@ def test_lidar_sees_a_tall_stump_in_front_and_the_top_of_one_below():
     origin = np.array([30.0, st.TERRAIN_HEIGHT + above])
     # A wall of a stump starting `ahead` in front of the hull, and a tall one behind it.
     stumps = [(origin[0] - 3.0, 6.0), (origin[0] + ahead, 6.0)]
-    fractions = np.asarray(lidar(jnp.asarray(origin), _track(stumps)))
+    fractions = np.asarray(_lidar(jnp.asarray(origin), _track(stumps)))
     to_ground = above / np.cos(ANGLES)
     with np.errstate(divide="ignore"):
         to_face = np.where(ANGLES > 0, ahead / np.sin(ANGLES), np.inf)
@@ -398,7 +413,7 @@ def test_lidar_sees_a_tall_stump_in_front_and_the_top_of_one_below():
     np.testing.assert_allclose(fractions, expected, rtol=1e-4)
     # A low stump right under the hull: the downward ray stops at its top.
     low = [(origin[0] - st.STUMP_WIDTH / 2, 0.8)]
-    down = float(lidar(jnp.asarray(origin), _track(low))[0])
+    down = float(_lidar(jnp.asarray(origin), _track(low))[0])
     assert down == pytest.approx((above - 0.8) / st.LIDAR_RANGE, rel=1e-4)
 
 
@@ -409,7 +424,7 @@ def test_observation_ends_with_the_lidar(env, runs):
     expected = np.minimum(1.0, above / np.cos(ANGLES) / st.LIDAR_RANGE)
     np.testing.assert_allclose(idle["obs0"][-st.NUM_LIDAR :], expected, rtol=1e-4)
     tall = runs["blocked"]
-    computed = lidar(jnp.asarray(tall["hull0"]), jax.tree.map(jnp.asarray, tall["track"]))
+    computed = _lidar(jnp.asarray(tall["hull0"]), jax.tree.map(jnp.asarray, tall["track"]))
     np.testing.assert_allclose(tall["obs0"][-st.NUM_LIDAR :], computed, rtol=1e-6)
     assert tall["obs0"][-1] < 1.0 == expected[-1]  # the farthest ray meets the tall stump
 
