@@ -276,14 +276,16 @@ def half_space_history(rng, n):
 
 
 def test_samples_concentrate_where_alp_is_high(teacher):
-    # One fit window (fit_rate = 64 episodes); the left share was >= 0.99 for rng seeds 0-11.
+    # One fit window (fit_rate = 64 episodes). Over rng seeds 0-11 the left share was
+    # 0.82-1.0 as the fast suite compiles (tests/compile_effort.py), >= 0.99 with XLA's
+    # defaults; sampling that ignored ALP would give 0.5.
     unit_tasks, returns = half_space_history(np.random.default_rng(3), teacher.fit_rate)
     tasks = np.asarray(teacher.from_unit(unit_tasks))
     low, high = RETURN_BOUNDS
     state, samples = fit_once_without_random_tasks(teacher, tasks, low + (high - low) * returns)
     assert bool(state.has_fit)
     left = (np.asarray(teacher.to_unit(samples))[:, 0] < 0.5).mean()
-    assert left > 0.85, left
+    assert left > 0.75, left
     snap = teacher.snapshot(state)
     assert set(snap) >= {"weights", "means", "covariances", "alp", "active"}
     hot = np.asarray(snap["active"]) & (np.asarray(snap["alp"]) > 0.5)
