@@ -15,6 +15,9 @@ Keywords of `check_teacher` for teachers beyond the box tasks of `SPACE`:
   rewards and dones, `extras.value`).
 
 Every update's feedback carries a random task-pool count `handed_out` in [0, batch].
+
+`harness_teacher(name)` is a registered teacher as the harness runs it (`HARNESS_SETTINGS`);
+tests that drive it through `jitted` and `loop_update` reuse the harness' compiled programs.
 """
 
 from __future__ import annotations
@@ -29,9 +32,29 @@ from flax import struct
 
 from acl.agents.common import Transition, ValueSpec
 from acl.spaces import Box
-from acl.teachers.base import Feedback, SampleInfo, Teacher
+from acl.teachers import TEACHERS
+from acl.teachers.base import Feedback, RunContext, SampleInfo, Teacher
 
 SPACE = Box(low=(-1.0, 0.0, 10.0), high=(1.0, 5.0, 20.0), names=("a", "b", "c"))
+
+# A fit window of 128 episodes: enough for the concentration tests in 3-D.
+GMM_SETTINGS = dict(fit_rate=128, fit_every=3, k_max=3, em_iterations=10)
+HARNESS_SETTINGS = {
+    # Return bounds, so scaling and clipping run too (random_feedback's returns lie in
+    # about [-0.3, 1.3]); tests/test_alp_gmm.py checks them on this teacher.
+    "alp_gmm": dict(GMM_SETTINGS, return_bounds=(-1.0, 2.0)),
+    "covar_gmm": GMM_SETTINGS,
+    "riac": dict(max_region_size=16, max_regions=31),
+}
+"""Keys under which a registered teacher's periodic work happens within check_teacher's
+rounds (the defaults fit or split too late to be checked); others run as configured."""
+
+
+def harness_teacher(name: str, space: Box = SPACE):
+    """Registered teacher `name` on `space` with its HARNESS_SETTINGS."""
+    return TEACHERS.get(name)(
+        task_space=space, context=RunContext(), **HARNESS_SETTINGS.get(name, {})
+    )
 
 
 def feedback(tasks, returns, mask=None) -> Feedback:
@@ -149,19 +172,8 @@ def check_teacher(
     )
     make_feedback, make_seed_feedbacks = feedback_makers(space)
 
-    init = jax.jit(teacher.init)
-    sample = jax.jit(teacher.sample, static_argnums=2)
-    make_rollout = make_rollout or (lambda key, tasks: fake_rollout(key, tasks.shape[0]))
-
-    def update_fn(state, tasks, feedback, step, key):
-        rollout_key, count_key, update_key = jax.random.split(key, 3)
-        # A task pool's count: some leading tasks were handed out, the rest not.
-        count = jax.random.randint(count_key, (), 0, tasks.shape[0] + 1)
-        feedback = feedback.replace(handed_out=count)
-        rollout = make_rollout(rollout_key, tasks)
-        return teacher.update(state, update_key, tasks, feedback, rollout, step)
-
-    update = jax.jit(update_fn)
+    init, sample, _ = jitted(teacher)
+    update_fn, update = loop_update(teacher, make_rollout)
 
     state = init(jax.random.PRNGKey(1), params)
     key = jax.random.PRNGKey(2)
@@ -205,24 +217,71 @@ def check_teacher(
     return state
 
 
-@functools.cache
+def cache_per_teacher(make):
+    """`make(teacher, ...)` cached per equal arguments; teachers that cannot be hashed (one
+    holding an unhashable env, say) get a fresh result."""
+    cached = functools.cache(make)
+
+    @functools.wraps(make)
+    def lookup(*args):
+        try:
+            hash(args)
+        except TypeError:
+            return make(*args)
+        return cached(*args)
+
+    return lookup
+
+
+@cache_per_teacher
 def jitted(teacher):
-    """(update, sample) of `teacher`, jitted once for every test handed an equal teacher
-    (teachers are frozen dataclasses): each compiles once per shape, not once per test."""
-    return jax.jit(teacher.update), jax.jit(teacher.sample, static_argnums=2)
+    """(init, sample, update) of `teacher`, jitted once for every test handed an equal
+    teacher (teachers are frozen dataclasses): each compiles once per shape, not per test."""
+    return (
+        jax.jit(teacher.init),
+        jax.jit(teacher.sample, static_argnums=2),
+        jax.jit(teacher.update),
+    )
+
+
+@cache_per_teacher
+def loop_update(teacher, make_rollout=None):
+    """`update_fn(state, tasks, feedback, step, key)`, teacher.update as the RL loop calls
+    it: with a rollout (`make_rollout`, default `fake_rollout`) and a task pool's
+    handed-out count, drawn from `key`; and update_fn jitted, once per equal teacher."""
+    make_rollout = make_rollout or (lambda key, tasks: fake_rollout(key, tasks.shape[0]))
+
+    def update_fn(state, tasks, feedback, step, key):
+        rollout_key, count_key, update_key = jax.random.split(key, 3)
+        # A task pool's count: some leading tasks were handed out, the rest not.
+        count = jax.random.randint(count_key, (), 0, tasks.shape[0] + 1)
+        feedback = feedback.replace(handed_out=count)
+        rollout = make_rollout(rollout_key, tasks)
+        return teacher.update(state, update_key, tasks, feedback, rollout, step)
+
+    return update_fn, jax.jit(update_fn)
+
+
+def many_samples(teacher, state, n: int, batch: int = 32) -> np.ndarray:
+    """n tasks (a multiple of `batch`) from `batch`-task samples with keys 0, 1, ...: the
+    program check_teacher compiles, instead of one more for n."""
+    _, sample, _ = jitted(teacher)
+    draws = [sample(state, jax.random.PRNGKey(i), batch)[1] for i in range(n // batch)]
+    return np.concatenate([np.asarray(d) for d in draws])
 
 
 def fit_once_without_random_tasks(teacher, tasks, returns, batch: int = 32):
     """A GMM teacher (random-task ratio 0) fed `tasks` [N, D] and their `returns` [N] in
-    order, `batch` records per update, the last update a fit step: (state, 4,000 samples)."""
-    update, sample = jitted(teacher)
+    order, `batch` records per update (check_teacher's programs), the last update a fit
+    step: (state, 4,000 samples)."""
+    init, _, _ = jitted(teacher)
+    _, update = loop_update(teacher)
     params = teacher.default_params().replace(random_task_ratio=jnp.float32(0.0))
-    state = teacher.init(jax.random.PRNGKey(0), params)
+    state = init(jax.random.PRNGKey(0), params)
     for start in range(0, len(tasks), batch):
         last = start + batch >= len(tasks)
         # A fit follows an update whose (step + 1) % fit_every == 0.
         step = jnp.int32(teacher.fit_every - 1 if last else 0)
         records = feedback(tasks[start : start + batch], returns[start : start + batch])
-        state = update(state, jax.random.PRNGKey(2), records.task, records, None, step)
-    _, samples, _ = sample(state, jax.random.PRNGKey(1), 4000)
-    return state, np.asarray(samples)
+        state = update(state, records.task, records, step, jax.random.PRNGKey(2))
+    return state, many_samples(teacher, state, 4000)

@@ -20,7 +20,16 @@ from acl.teachers.gmm import GMM, gmm_log_prob
 from acl.teachers.random import RandomTeacher
 from envs.toy_bandit import ToyBandit
 from tests.gmm_oracle import ours_from_init, sklearn_from_init
-from tests.teacher_harness import feedback, fit_once_without_random_tasks, jitted
+from tests.teacher_harness import (
+    HARNESS_SETTINGS,
+    SPACE,
+    feedback,
+    fit_once_without_random_tasks,
+    harness_teacher,
+    jitted,
+    loop_update,
+    many_samples,
+)
 
 KEY = jax.random.PRNGKey(0)
 """Teachers' update key: these teachers keep their own keys and ignore it."""
@@ -28,8 +37,6 @@ KEY = jax.random.PRNGKey(0)
 # Jitted once: run eagerly, each of their ops compiles on its own.
 ALP = jax.jit(empirical_alp)
 RING_PUSH = jax.jit(ring_push)
-SMALL = dict(fit_rate=64, fit_every=3, k_max=3, em_iterations=10)
-"""Settings whose fits happen within a few updates of 32 records."""
 
 
 def contains_cond(jaxpr) -> bool:
@@ -207,16 +214,12 @@ def test_factory_presets_and_errors():
         make_alp_gmm(space, bogus=1)
 
 
-SPACE = Box((0.0, -10.0), (10.0, 10.0))
-RETURN_BOUNDS = (-100.0, 100.0)
-
-
 @pytest.fixture(scope="module")
 def teacher():
-    """The teacher of the tests below, so they share its compiled update and sample: an
-    expert prior, return bounds, fits within a few updates of 32 records."""
-    prior = dict(initial_mean=(2.0, 5.0), initial_std=(0.1, 0.2))
-    return make_alp_gmm(SPACE, return_bounds=RETURN_BOUNDS, **prior, **SMALL)
+    """The harness' ALP-GMM (tests/teacher_harness.py: SPACE, HARNESS_SETTINGS): fits
+    within a few updates of 32 records, returns scaled by bounds. These tests run the
+    programs check_teacher compiles for it (`jitted`, `loop_update`)."""
+    return harness_teacher("alp_gmm")
 
 
 def abstract_seeds(teacher, num_seeds, batch):
@@ -239,74 +242,80 @@ def test_fit_is_a_real_cond_under_vmap(teacher):
 
 def uniform_tasks(rng, n):
     low, high = np.asarray(SPACE.low), np.asarray(SPACE.high)
-    return low + (high - low) * rng.uniform(size=(n, 2))
+    return (low + (high - low) * rng.uniform(size=(n, SPACE.dim))).astype(np.float32)
 
 
 def test_fits_on_schedule_and_masked_batch_changes_nothing(teacher):
-    update, _ = jitted(teacher)
-    state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
+    init, _, _ = jitted(teacher)
+    _, update = loop_update(teacher)
+    state = init(jax.random.PRNGKey(0), teacher.default_params())
     rng = np.random.default_rng(0)
     for step in range(teacher.fit_every - 1):
         tasks = uniform_tasks(rng, 32)
-        state = update(state, KEY, tasks, feedback(tasks, tasks[:, 0]), None, jnp.int32(step))
+        state = update(state, tasks, feedback(tasks, tasks[:, 0]), jnp.int32(step), KEY)
     assert not bool(state.has_fit)
     tasks = uniform_tasks(rng, 32)
     last = jnp.int32(teacher.fit_every - 1)
-    state = update(state, KEY, tasks, feedback(tasks, tasks[:, 0]), None, last)
+    state = update(state, tasks, feedback(tasks, tasks[:, 0]), last, KEY)
     assert bool(state.has_fit) and int(state.episodes_seen) == 32 * teacher.fit_every
     # All masked, NaN payload, on a fit step: the state is unchanged, leaf for leaf.
-    nan = np.full((32, 2), np.nan)
-    same = update(state, KEY, nan, feedback(nan, nan[:, 0], np.zeros(32, bool)), None, jnp.int32(5))
+    nan = np.full((32, SPACE.dim), np.nan, np.float32)
+    same = update(state, nan, feedback(nan, nan[:, 0], np.zeros(32, bool)), jnp.int32(5), KEY)
     for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(same), strict=True):
         np.testing.assert_array_equal(a, b)
 
 
-def half_space_history(rng, n):
-    """Pairs of nearby tasks: in x0 < 0.35 the pair's returns differ by 1 (ALP 1 for the
-    second), in x0 > 0.65 every return is 0.5 (ALP 0). The gap keeps neighbours in their half."""
-    first = rng.uniform(size=(n // 2, 2))
+def half_space_history(rng, n, dim):
+    """Pairs of nearby tasks in [0, 1]^dim: in x0 < 0.35 the pair's returns differ by 1 (ALP 1
+    for the second), in x0 > 0.65 every return is 0.5 (ALP 0). The gap keeps neighbours in
+    their half."""
+    first = rng.uniform(size=(n // 2, dim))
     first[:, 0] = np.where(first[:, 0] < 0.5, 0.7 * first[:, 0], 0.3 + 0.7 * first[:, 0])
     second = np.clip(first + rng.normal(0, 1e-3, first.shape), 0, 1)
     left = first[:, 0] < 0.5
     r1 = np.where(left, 0.0, 0.5)
     r2 = np.where(left, 1.0, 0.5)
-    tasks = np.stack([first, second], 1).reshape(-1, 2)
+    tasks = np.stack([first, second], 1).reshape(-1, dim)
     returns = np.stack([r1, r2], 1).reshape(-1)
     return tasks.astype(np.float32), returns.astype(np.float32)
 
 
 def test_samples_concentrate_where_alp_is_high(teacher):
-    # One fit window (fit_rate = 64 episodes). Over rng seeds 0-11 the left share was
-    # 0.82-1.0 as the fast suite compiles (tests/compile_effort.py), >= 0.99 with XLA's
-    # defaults; sampling that ignored ALP would give 0.5.
-    unit_tasks, returns = half_space_history(np.random.default_rng(3), teacher.fit_rate)
+    # One fit window (fit_rate = 128 episodes); the left share was >= 0.93 for rng seeds 0-11.
+    unit_tasks, scaled = half_space_history(np.random.default_rng(3), teacher.fit_rate, SPACE.dim)
+    low, high = teacher.return_bounds
     tasks = np.asarray(teacher.from_unit(unit_tasks))
-    low, high = RETURN_BOUNDS
-    state, samples = fit_once_without_random_tasks(teacher, tasks, low + (high - low) * returns)
+    state, samples = fit_once_without_random_tasks(teacher, tasks, low + (high - low) * scaled)
     assert bool(state.has_fit)
     left = (np.asarray(teacher.to_unit(samples))[:, 0] < 0.5).mean()
-    assert left > 0.75, left
+    assert left > 0.85, left
     snap = teacher.snapshot(state)
     assert set(snap) >= {"weights", "means", "covariances", "alp", "active"}
     hot = np.asarray(snap["active"]) & (np.asarray(snap["alp"]) > 0.5)
-    middle = float(teacher.from_unit(jnp.full(2, 0.5))[0])
+    middle = (SPACE.low[0] + SPACE.high[0]) / 2
     assert hot.any() and (np.asarray(snap["means"])[hot, 0] < middle).all()
 
 
 def test_bootstrap_uses_the_expert_prior_and_scales_returns(teacher):
-    update, sample = jitted(teacher)
-    state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
-    _, tasks, _ = sample(state, jax.random.PRNGKey(1), 4000)
-    np.testing.assert_allclose(np.asarray(tasks).mean(0), [2.0, 5.0], atol=0.02)
-    np.testing.assert_allclose(np.asarray(tasks).std(0), [0.1, 0.2], rtol=0.1)
-    # Two records among masked NaN ones (the batch size of the other updates).
-    tasks = np.full((32, 2), np.nan, np.float32)
-    tasks[:2] = [[1.0, 0.0], [9.0, 9.0]]
-    returns = np.r_[0.0, 500.0, np.full(30, np.nan)]
+    init, _, _ = jitted(teacher)
+    _, update = loop_update(teacher)
+    # The prior is numeric state (params): the teacher configured with it runs these programs.
+    mean, std = (0.0, 2.0, 15.0), (0.1, 0.2, 0.2)
+    prior = dict(initial_mean=mean, initial_std=std)
+    configured = make_alp_gmm(SPACE, **prior, **HARNESS_SETTINGS["alp_gmm"])
+    state = init(jax.random.PRNGKey(0), configured.default_params())
+    tasks = many_samples(teacher, state, 4000)
+    np.testing.assert_allclose(tasks.mean(0), mean, atol=0.02)
+    np.testing.assert_allclose(tasks.std(0), std, rtol=0.1)
+    # Two records among masked NaN ones; returns bounds (-1, 2).
+    tasks = np.full((32, 3), np.nan, np.float32)
+    tasks[:2] = [[-0.8, 0.5, 11.0], [0.8, 4.75, 19.5]]
+    returns = np.r_[0.5, 500.0, np.full(30, np.nan)]
     fb = feedback(tasks, returns, mask=np.arange(32) < 2)
-    state = update(state, KEY, fb.task, fb, None, jnp.int32(0))
+    state = update(state, fb.task, fb, jnp.int32(0), KEY)
     np.testing.assert_allclose(state.history.data[:2, -1], [0.5, 1.0])  # scaled, clipped
-    np.testing.assert_allclose(state.history.data[:2, :2], [[0.1, 0.5], [0.9, 0.95]], atol=1e-6)
+    unit = [[0.1, 0.1, 0.1], [0.9, 0.95, 0.95]]
+    np.testing.assert_allclose(state.history.data[:2, :3], unit, atol=1e-6)
     assert int(state.history.count) == 2
 
 

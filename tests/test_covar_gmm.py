@@ -16,13 +16,18 @@ from acl.teachers import TEACHERS
 from acl.teachers.covar_gmm import make_covar_gmm
 from experiments import reference_teachers as ref
 from tests.gmm_oracle import ours_from_init, sklearn_from_init
-from tests.teacher_harness import fit_once_without_random_tasks, jitted
+from tests.teacher_harness import (
+    SPACE,
+    fit_once_without_random_tasks,
+    harness_teacher,
+    jitted,
+    loop_update,
+)
 from tests.test_alp_gmm import abstract_seeds, contains_cond, feedback
 
 KEY = jax.random.PRNGKey(0)
 """Teachers' update key: these teachers keep their own keys and ignore it."""
 
-SMALL = dict(fit_rate=64, fit_every=3, k_max=3, em_iterations=10)
 UNIT = Box((0.0, 0.0), (1.0, 1.0))
 
 
@@ -44,8 +49,10 @@ def test_presets_and_errors():
 
 @pytest.fixture(scope="module")
 def teacher():
-    """The teacher of the tests below, so they share its compiled update and sample."""
-    return make_covar_gmm(UNIT, **SMALL)
+    """The harness' Covar-GMM (tests/teacher_harness.py: SPACE, HARNESS_SETTINGS): fits
+    within a few updates of 32 records. These tests run the programs check_teacher
+    compiles for it (`jitted`, `loop_update`)."""
+    return harness_teacher("covar_gmm")
 
 
 def test_fit_is_a_real_cond_under_vmap(teacher):
@@ -56,31 +63,35 @@ def test_fit_is_a_real_cond_under_vmap(teacher):
 
 
 def test_relative_time_follows_episode_order(teacher):
-    update, _ = jitted(teacher)
-    state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
+    init, _, _ = jitted(teacher)
+    _, update = loop_update(teacher)
+    state = init(jax.random.PRNGKey(0), teacher.default_params())
     index = np.arange(32)
-    # 24, 21 and 32 valid records: episodes 0..76, masked ones not counted.
-    for step, valid in enumerate((index % 4 != 1, index % 3 != 0, index >= 0)):
-        t = jnp.full((32, 2), 0.5)
-        state = update(state, KEY, t, feedback(t, jnp.zeros(32), valid), None, jnp.int32(step))
-    assert int(state.episodes_seen) == 77 and teacher.fit_rate == 64
-    # The ring holds episodes 13..76; relative times (index - 13) / 64.
-    times = np.sort(np.asarray(teacher.fit_points(state)[:, -2]))
-    np.testing.assert_allclose(times, np.arange(64) / 64)
+    centre = (np.asarray(SPACE.low) + np.asarray(SPACE.high)) / 2
+    # 24, 21, then 3 x 32 valid records: episodes 0..140, masked ones not counted.
+    masks = [index % 4 != 1, index % 3 != 0] + [index >= 0] * 3
+    for step, valid in enumerate(masks):
+        t = np.tile(centre, (32, 1))
+        state = update(state, t, feedback(t, np.zeros(32), valid), jnp.int32(step), KEY)
+    assert int(state.episodes_seen) == 141 and teacher.fit_rate == 128
+    # The ring holds episodes 13..140; relative times (index - 13) / 128.
+    times = np.sort(np.asarray(jax.jit(teacher.fit_points)(state)[:, -2]))
+    np.testing.assert_allclose(times, np.arange(128) / 128)
 
 
 def test_samples_concentrate_where_returns_rise(teacher):
-    # Two fit windows of 64 episodes, the fit on the second: the left share was 0.91-0.99
-    # for rng seeds 0-11.
+    # Two fit windows of 128 episodes, the fit on the second: the left share was
+    # 0.91-0.97 for rng seeds 0-11.
     n = 2 * teacher.fit_rate
     rng = np.random.default_rng(0)
-    tasks = rng.uniform(size=(n, 2)).astype(np.float32)
+    unit = rng.uniform(size=(n, SPACE.dim)).astype(np.float32)
     time = np.arange(n) / n
     # Left half: returns rise with time (progress); right half: returns fall (forgetting).
-    returns = np.where(tasks[:, 0] < 0.5, time, 1.0 - time) + rng.normal(0, 0.05, n)
-    state, samples = fit_once_without_random_tasks(teacher, tasks, returns)
+    returns = np.where(unit[:, 0] < 0.5, time, 1.0 - time) + rng.normal(0, 0.05, n)
+    tasks = np.asarray(teacher.from_unit(unit))
+    state, samples = fit_once_without_random_tasks(teacher, tasks, returns.astype(np.float32))
     assert bool(state.has_fit)
-    left = (samples[:, 0] < 0.5).mean()
+    left = (np.asarray(teacher.to_unit(samples))[:, 0] < 0.5).mean()
     assert left > 0.85, left
     snap = teacher.snapshot(state)
     assert set(snap) >= {"weights", "means", "covariances", "lp", "active"}

@@ -15,7 +15,14 @@ from acl.spaces import Box
 from acl.teachers import TEACHERS
 from acl.teachers.random import RandomTeacher
 from acl.teachers.riac import make_riac
-from tests.teacher_harness import feedback
+from tests.teacher_harness import (
+    HARNESS_SETTINGS,
+    SPACE,
+    feedback,
+    harness_teacher,
+    jitted,
+    loop_update,
+)
 
 KEY = jax.random.PRNGKey(0)
 """Teachers' update key: these teachers keep their own keys and ignore it."""
@@ -59,38 +66,57 @@ def init_splitter(seed, **hyper):
     return teacher, teacher.init(jax.random.PRNGKey(seed), params)
 
 
-# One window of 21 records and no splits, for the ALP formula and masked records; every
-# update gets WINDOW_BATCH records (the shorter batches padded), so one compiled update.
-WINDOW = make_riac(task_space=UNIT2, max_region_size=20, max_regions=1, alp_window=12)
-WINDOW_UPDATE = jax.jit(WINDOW.update)
-WINDOW_BATCH = 7
+# The harness' RIAC (tests/teacher_harness.py: 3-D SPACE, windows of 17 records, splits)
+# for the ALP formula and masked records, through the programs check_teacher compiles for
+# it: updates of 32 records, shorter batches padded with masked NaN ones.
+WINDOW = harness_teacher("riac")
 
 
-def update_window(state, tasks, returns):
-    """WINDOW's update with these records, then masked NaN ones up to WINDOW_BATCH."""
-    n = len(returns)
-    tasks = np.concatenate([tasks, np.full((WINDOW_BATCH - n, 2), np.nan)])
-    returns = np.concatenate([returns, np.full(WINDOW_BATCH - n, np.nan)])
-    records = feedback(tasks, returns, mask=np.arange(WINDOW_BATCH) < n)
-    return WINDOW_UPDATE(state, KEY, tasks, records, None, 0)
+def window_state(**hyper):
+    """WINDOW's initial state with numeric keys `hyper` (they live in the state)."""
+    init, _, _ = jitted(WINDOW)
+    params = make_riac(task_space=SPACE, **HARNESS_SETTINGS["riac"], **hyper).default_params()
+    return init(jax.random.PRNGKey(0), params)
+
+
+def update_in_batches(state, tasks, returns, teacher=WINDOW):
+    """`teacher` (on SPACE) fed these records in order, 32 per update, the last batch
+    padded with masked NaN records."""
+    _, update = loop_update(teacher)
+    for start in range(0, len(returns), 32):
+        n = min(32, len(returns) - start)
+        batch = np.full((32, SPACE.dim), np.nan, np.float32)
+        batch[:n] = tasks[start : start + n]
+        batch_returns = np.full(32, np.nan, np.float32)
+        batch_returns[:n] = returns[start : start + n]
+        records = feedback(batch, batch_returns, mask=np.arange(32) < n)
+        state = update(state, batch, records, jnp.int32(0), KEY)
+    return state
+
+
+def uniform_tasks(rng, n):
+    low, high = np.asarray(SPACE.low), np.asarray(SPACE.high)
+    return (low + (high - low) * rng.uniform(size=(n, SPACE.dim))).astype(np.float32)
 
 
 def test_alp_formula_matches_reference_on_sliding_windows():
-    state = WINDOW.init(jax.random.PRNGKey(0), WINDOW.default_params())
+    # The root's window holds every record, splits or not.
+    state = window_state(alp_window=12)
     rng = np.random.default_rng(0)
     returns = rng.normal(size=40).cumsum()
-    tasks = rng.uniform(size=(40, 2))
+    tasks = uniform_tasks(rng, 40)
     for i in range(40):
-        state = update_window(state, tasks[i : i + 1], returns[i : i + 1])
-        window = list(returns[: i + 1][-21:])  # deque(maxlen=max_region_size + 1)
+        state = update_in_batches(state, tasks[i : i + 1], returns[i : i + 1])
+        window = list(returns[: i + 1][-WINDOW.window_size :])  # deque(maxlen=window_size)
         np.testing.assert_allclose(float(state.alp[0]), reference_alp(window, 12), atol=1e-5)
+    assert int(state.num_splits) > 0
     # A hand-made window: oldest [0, 0, 0, 0] then newest [1, 1, 1] (h = 3): ALP 1.
-    state = WINDOW.init(jax.random.PRNGKey(0), WINDOW.default_params())
-    state = update_window(state, tasks[:7], [0, 0, 0, 0, 1, 1, 1])
+    state = window_state(alp_window=12)
+    state = update_in_batches(state, tasks[:7], [0, 0, 0, 0, 1, 1, 1])
     assert float(state.alp[0]) == pytest.approx(1.0)
-    state = update_window(state, tasks[:1], [1])  # 0000|1111 -> 1
+    state = update_in_batches(state, tasks[:1], [1])  # 0000|1111 -> 1
     assert float(state.alp[0]) == pytest.approx(1.0)
-    state = update_window(state, tasks[:1], [1])  # 0000|1 11111 -> 0.8
+    state = update_in_batches(state, tasks[:1], [1])  # 0000|1 11111 -> 0.8
     assert float(state.alp[0]) == pytest.approx(0.8)
 
 
@@ -174,13 +200,14 @@ def test_full_region_list_stops_splitting_and_windows_slide():
 
 
 def test_masked_and_nan_records_are_ignored():
-    state = WINDOW.init(jax.random.PRNGKey(0), WINDOW.default_params())
+    state = window_state()
     # Masked, valid with a NaN task, valid with a NaN return, then masked NaN padding.
-    tasks = np.full((WINDOW_BATCH, 2), np.nan, np.float32)
-    tasks[:3] = [[0.2, 0.2], [np.nan, 0.1], [0.3, 0.3]]
-    returns = np.r_[1.0, 2.0, np.full(5, np.nan)]
-    fb = feedback(tasks, returns, mask=[False, True, True, False, False, False, False])
-    state = WINDOW_UPDATE(state, KEY, tasks, fb, None, 0)
+    tasks = np.full((32, SPACE.dim), np.nan, np.float32)
+    tasks[:3] = [[0.2, 2.0, 12.0], [np.nan, 1.0, 11.0], [0.3, 3.0, 13.0]]
+    returns = np.r_[1.0, 2.0, np.full(30, np.nan)]
+    fb = feedback(tasks, returns, mask=np.isin(np.arange(32), [1, 2]))
+    _, update = loop_update(WINDOW)
+    state = update(state, tasks, fb, jnp.int32(0), KEY)
     assert int(state.count[0]) == 0 and np.isfinite(np.asarray(state.window_task)).all()
 
 
@@ -211,14 +238,16 @@ def test_toy_bandit_riac_beats_random():
 def test_small_max_depth_is_exact_and_reference_child_alp_option():
     # max_depth only sizes the first pass over changed nodes: more passes give the same
     # windows and ALPs as the default. The reference's child-ALP rule changes only ALPs.
+    # The default is WINDOW (its update compiled for the harness), 32 records per update.
     rng = np.random.default_rng(7)
-    tasks = rng.uniform(size=(300, 2)).astype(np.float32)
-    returns = (tasks[:, 0] * np.arange(300) / 300).astype(np.float32)
+    tasks = uniform_tasks(rng, 300)
+    unit_x0 = (tasks[:, 0] - SPACE.low[0]) / (SPACE.high[0] - SPACE.low[0])
+    returns = (unit_x0 * np.arange(300) / 300).astype(np.float32)
     states = []
     for config in ({}, {"max_depth": 1}, {"last_attempt_child_alp": True}):
-        teacher = make_riac(task_space=UNIT2, max_region_size=20, max_regions=15, **config)
+        teacher = make_riac(task_space=SPACE, **HARNESS_SETTINGS["riac"], **config)
         state = teacher.init(jax.random.PRNGKey(8), teacher.default_params())
-        states.append(feed_one_by_one(teacher, state, tasks, returns))
+        states.append(update_in_batches(state, tasks, returns, teacher))
     base, shallow, reference = states
     assert int(base.num_splits) >= 3  # a tree deeper than max_depth = 1
     for name in ("low", "high", "active", "leaf", "window_return", "count", "ptr", "alp"):

@@ -12,7 +12,7 @@ from acl.errors import ConfigError
 from acl.teachers import TEACHERS
 from acl.teachers.base import RunContext
 from acl.teachers.random import FixedTeacher, RandomTeacher
-from tests.teacher_harness import SPACE, check_teacher, jitted, random_feedback
+from tests.teacher_harness import SPACE, check_teacher, harness_teacher, jitted, random_feedback
 
 # Teachers built on the run's env (levels, goals, starts, a guide); their own test files
 # run them through the harness with a suitable env.
@@ -30,15 +30,6 @@ NEEDS_ENV = {
 }
 
 
-GMM_SETTINGS = dict(fit_rate=64, fit_every=3, k_max=3, em_iterations=10)
-HARNESS_SETTINGS = {
-    "alp_gmm": GMM_SETTINGS,
-    "covar_gmm": GMM_SETTINGS,
-    "riac": dict(max_region_size=16, max_regions=31),
-}
-"""Keys under which a teacher's periodic work happens within the harness' rounds (the
-defaults would fit or split too late to be checked); other teachers run as configured."""
-
 PERIODIC_WORK_DONE = {
     "alp_gmm": lambda state: bool(state.has_fit),
     "covar_gmm": lambda state: bool(state.has_fit),
@@ -49,10 +40,8 @@ PERIODIC_WORK_DONE = {
 # The one harness run of each teacher that needs no env (each compile costs seconds).
 @pytest.mark.parametrize("name", [n for n in TEACHERS.names() if n not in NEEDS_ENV])
 def test_teacher_conforms(name):
-    settings = HARNESS_SETTINGS.get(name, {})
-    state = check_teacher(
-        lambda space: TEACHERS.get(name)(task_space=space, context=RunContext(), **settings)
-    )
+    # HARNESS_SETTINGS: keys under which a teacher fits or splits within the rounds.
+    state = check_teacher(lambda space: harness_teacher(name, space))
     assert PERIODIC_WORK_DONE.get(name, lambda _: True)(state), f"{name} never fit or split"
 
 
@@ -65,7 +54,7 @@ def test_env_teachers_say_they_need_an_env(name):
 
 def test_random_covers_the_box_uniformly():
     teacher = RandomTeacher(SPACE)
-    _, sample = jitted(teacher)
+    _, sample, _ = jitted(teacher)
     state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
     _, tasks, _ = sample(state, jax.random.PRNGKey(1), 20_000)
     tasks = np.asarray(tasks)
@@ -78,7 +67,7 @@ def test_random_covers_the_box_uniformly():
 def test_fixed_always_hands_out_the_default_task():
     space = SPACE.replace(default=(0.5, 1.0, 12.0))
     teacher = FixedTeacher(space)
-    update, sample = jitted(teacher)
+    _, sample, update = jitted(teacher)
     state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
     state, tasks, _ = sample(state, jax.random.PRNGKey(1), 7)
     np.testing.assert_array_equal(np.asarray(tasks), np.tile([0.5, 1.0, 12.0], (7, 1)))
