@@ -281,14 +281,16 @@ def half_space_history(rng, n, dim):
 
 
 def test_samples_concentrate_where_alp_is_high(teacher):
-    # One fit window (fit_rate = 128 episodes); the left share was >= 0.93 for rng seeds 0-11.
+    # One fit window (fit_rate = 128 episodes). Over rng seeds 0-11 the left share was
+    # 0.73-1.0 as the fast suite compiles (tests/compile_effort.py) and >= 0.93 with XLA's
+    # defaults; sampling that ignored ALP would give 0.5.
     unit_tasks, scaled = half_space_history(np.random.default_rng(3), teacher.fit_rate, SPACE.dim)
     low, high = teacher.return_bounds
     tasks = np.asarray(teacher.from_unit(unit_tasks))
     state, samples = fit_once_without_random_tasks(teacher, tasks, low + (high - low) * scaled)
     assert bool(state.has_fit)
     left = (np.asarray(teacher.to_unit(samples))[:, 0] < 0.5).mean()
-    assert left > 0.85, left
+    assert left > 0.7, left
     snap = teacher.snapshot(state)
     assert set(snap) >= {"weights", "means", "covariances", "alp", "active"}
     hot = np.asarray(snap["active"]) & (np.asarray(snap["alp"]) > 0.5)
