@@ -130,7 +130,24 @@ def garbage_feedback(tasks: jax.Array) -> Feedback:
     )
 
 
-@functools.cache
+def cache_if_hashable(make):
+    """`make(...)` cached per equal arguments (teachers and spaces are frozen dataclasses);
+    arguments that cannot be hashed (a teacher holding an unhashable env, say) get a fresh
+    result."""
+    cached = functools.cache(make)
+
+    @functools.wraps(make)
+    def lookup(*args):
+        try:
+            hash(args)
+        except TypeError:
+            return make(*args)
+        return cached(*args)
+
+    return lookup
+
+
+@cache_if_hashable
 def feedback_makers(space: Box):
     """random_feedback in `space`, for one seed and vmapped over seeds, jitted once per
     space: run eagerly, each of its ops compiles on its own, for every new shape."""
@@ -217,23 +234,7 @@ def check_teacher(
     return state
 
 
-def cache_per_teacher(make):
-    """`make(teacher, ...)` cached per equal arguments; teachers that cannot be hashed (one
-    holding an unhashable env, say) get a fresh result."""
-    cached = functools.cache(make)
-
-    @functools.wraps(make)
-    def lookup(*args):
-        try:
-            hash(args)
-        except TypeError:
-            return make(*args)
-        return cached(*args)
-
-    return lookup
-
-
-@cache_per_teacher
+@cache_if_hashable
 def jitted(teacher):
     """(init, sample, update) of `teacher`, jitted once for every test handed an equal
     teacher (teachers are frozen dataclasses): each compiles once per shape, not per test."""
@@ -244,7 +245,7 @@ def jitted(teacher):
     )
 
 
-@cache_per_teacher
+@cache_if_hashable
 def loop_update(teacher, make_rollout=None):
     """`update_fn(state, tasks, feedback, step, key)`, teacher.update as the RL loop calls
     it: with a rollout (`make_rollout`, default `fake_rollout`) and a task pool's

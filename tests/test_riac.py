@@ -69,17 +69,17 @@ def init_splitter(seed, **hyper):
 # The harness' RIAC (tests/teacher_harness.py: 3-D SPACE, windows of 17 records, splits)
 # for the ALP formula and masked records, through the programs check_teacher compiles for
 # it: updates of 32 records, shorter batches padded with masked NaN ones.
-WINDOW = harness_teacher("riac")
+HARNESS_RIAC = harness_teacher("riac")
 
 
-def window_state(**hyper):
-    """WINDOW's initial state with numeric keys `hyper` (they live in the state)."""
-    init, _, _ = jitted(WINDOW)
+def harness_riac_state(**hyper):
+    """HARNESS_RIAC's initial state with numeric keys `hyper` (they live in the state)."""
+    init, _, _ = jitted(HARNESS_RIAC)
     params = make_riac(task_space=SPACE, **HARNESS_SETTINGS["riac"], **hyper).default_params()
     return init(jax.random.PRNGKey(0), params)
 
 
-def update_in_batches(state, tasks, returns, teacher=WINDOW):
+def update_in_batches(state, tasks, returns, teacher=HARNESS_RIAC):
     """`teacher` (on SPACE) fed these records in order, 32 per update, the last batch
     padded with masked NaN records."""
     _, update = loop_update(teacher)
@@ -101,17 +101,17 @@ def uniform_tasks(rng, n):
 
 def test_alp_formula_matches_reference_on_sliding_windows():
     # The root's window holds every record, splits or not.
-    state = window_state(alp_window=12)
+    state = harness_riac_state(alp_window=12)
     rng = np.random.default_rng(0)
     returns = rng.normal(size=40).cumsum()
     tasks = uniform_tasks(rng, 40)
     for i in range(40):
         state = update_in_batches(state, tasks[i : i + 1], returns[i : i + 1])
-        window = list(returns[: i + 1][-WINDOW.window_size :])  # deque(maxlen=window_size)
+        window = list(returns[: i + 1][-HARNESS_RIAC.window_size :])  # deque(maxlen=window_size)
         np.testing.assert_allclose(float(state.alp[0]), reference_alp(window, 12), atol=1e-5)
     assert int(state.num_splits) > 0
     # A hand-made window: oldest [0, 0, 0, 0] then newest [1, 1, 1] (h = 3): ALP 1.
-    state = window_state(alp_window=12)
+    state = harness_riac_state(alp_window=12)
     state = update_in_batches(state, tasks[:7], [0, 0, 0, 0, 1, 1, 1])
     assert float(state.alp[0]) == pytest.approx(1.0)
     state = update_in_batches(state, tasks[:1], [1])  # 0000|1111 -> 1
@@ -200,13 +200,13 @@ def test_full_region_list_stops_splitting_and_windows_slide():
 
 
 def test_masked_and_nan_records_are_ignored():
-    state = window_state()
+    state = harness_riac_state()
     # Masked, valid with a NaN task, valid with a NaN return, then masked NaN padding.
     tasks = np.full((32, SPACE.dim), np.nan, np.float32)
     tasks[:3] = [[0.2, 2.0, 12.0], [np.nan, 1.0, 11.0], [0.3, 3.0, 13.0]]
     returns = np.r_[1.0, 2.0, np.full(30, np.nan)]
     fb = feedback(tasks, returns, mask=np.isin(np.arange(32), [1, 2]))
-    _, update = loop_update(WINDOW)
+    _, update = loop_update(HARNESS_RIAC)
     state = update(state, tasks, fb, jnp.int32(0), KEY)
     assert int(state.count[0]) == 0 and np.isfinite(np.asarray(state.window_task)).all()
 
@@ -238,7 +238,7 @@ def test_toy_bandit_riac_beats_random():
 def test_small_max_depth_is_exact_and_reference_child_alp_option():
     # max_depth only sizes the first pass over changed nodes: more passes give the same
     # windows and ALPs as the default. The reference's child-ALP rule changes only ALPs.
-    # The default is WINDOW (its update compiled for the harness), 32 records per update.
+    # The default is HARNESS_RIAC (its update compiled for the harness), 32 records per update.
     rng = np.random.default_rng(7)
     tasks = uniform_tasks(rng, 300)
     unit_x0 = (tasks[:, 0] - SPACE.low[0]) / (SPACE.high[0] - SPACE.low[0])
