@@ -4,16 +4,14 @@ The fast suite's programs are tiny and run for milliseconds, so compiling them c
 more than running them. Two settings cut that cost, at the price of slower programs:
 
 - `jax_disable_most_optimizations`, a JAX flag set before each test's fixtures by
-  tests/conftest.py: fast tests compile with it, learning tests (`slow`) and tests
-  marked `xla_optimized` (they run long, or compare bits with a fixture recorded
-  without it) do not.
+  tests/conftest.py: fast tests compile with it, learning tests (`slow`) do not.
 - XLA's CPU fusion emitters off (`--xla_cpu_use_fusion_emitters=false`). This is a
   process-wide XLA flag, so tests/conftest.py sets it only for a session that runs no
   slow test (`-m "not slow"`): it compiles the tiny training loop about 3x faster and
   runs it about 1.5x slower, which would cost the learning tests more than it saves.
 
-Golden runs and the task pool's slot-layout fixture pass `FAST_COMPILE` to their own
-`jax.jit`, so a fixture is checked under the options it was recorded with in any
+Golden runs, the task pool's slot-layout fixture and the Stump Tracks scenarios pass
+`FAST_COMPILE` to their own `jax.jit`, so they compile alike in any
 session.
 """
 

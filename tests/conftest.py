@@ -27,8 +27,7 @@ def pytest_runtest_setup(item):
     # programs and the test's must come from the same options (tests/compile_effort.py).
     from tests.compile_effort import set_compile_effort
 
-    full = any(item.get_closest_marker(m) for m in ("slow", "xla_optimized"))
-    set_compile_effort(low=not full)
+    set_compile_effort(low=item.get_closest_marker("slow") is None)
 
 
 TINY = {

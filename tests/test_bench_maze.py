@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from experiments import bench_maze as bench
-from tests.compile_effort import compile_effort
 
 HAS_JAXUED = importlib.util.find_spec("jaxued") is not None
 NO_JAXUED = "jaxued is not installed (the `dev` extra pins jaxued==0.0.1): ours-only rows"
@@ -22,9 +21,7 @@ NO_JAXUED = "jaxued is not installed (the `dev` extra pins jaxued==0.0.1): ours-
 def raw_document(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench_maze") / "bench.json"
     argv = ["--quick", "--num-envs", "2", "--repeats", "2", "--no-train", "--out", str(out)]
-    # Set up before the autouse fixture that lowers the effort of every fast test's compiles.
-    with compile_effort(low=True):
-        assert bench.main(argv) == 0
+    assert bench.main(argv) == 0
     return json.loads(out.read_text())
 
 

@@ -45,8 +45,8 @@ def tiny_suite(**changes) -> dict:
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
     out = tmp_path_factory.mktemp("whole")
-    # A module fixture is set up before the autouse one that lowers the effort: lower it
-    # here too, or the suite compiles fully optimised and no later test hits its cache.
+    # The slow resume test compares its table with this one bit for bit: both compile at
+    # low effort, whichever test sets the fixture up.
     with compile_effort(low=True):
         table = run_suite(parse_suite(tiny_suite()), out, progress=False)
     return out, table

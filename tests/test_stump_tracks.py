@@ -7,8 +7,8 @@ plays them all in one jitted vmap of a `lax.scan`. A script may, before each `en
 pose the whole walker rigidly (hull position and angle, one velocity for every part) or
 only set every part's velocity: that is how the kinematic traverse, the push towards a
 stump and the upside-down drop are played. That program compiles with XLA's optimisations
-mostly off (LEGACY_EMITTERS too), where a walker step runs ~3 ms: so episodes are short,
-just long enough for every scenario. Track generation and the lidar need no physics and
+mostly off (`FAST_COMPILE`, in any session), where a walker step runs ~3 ms: so episodes
+are short, just long enough for every scenario. Track generation and the lidar need no physics and
 are checked against the documented formulas.
 """
 
@@ -27,7 +27,7 @@ from acl.errors import ConfigError
 from envs import stump_tracks as st
 from envs.registry import make_env
 from envs.stump_tracks import StumpTracks, StumpTracksParams, Track, generate_track, lidar
-from tests.compile_effort import compile_effort
+from tests.compile_effort import FAST_COMPILE
 
 EPISODE = 120
 """max_episode_steps of the env under test: every scripted rollout is one full episode."""
@@ -37,11 +37,6 @@ PUSH_SPEED = 5.0
 """Horizontal speed forced on every walker part in the push scenarios [units / s]."""
 PUSH_STEPS = 80
 """Long enough to carry the walker 8 units: past the first stump when it is small."""
-
-
-LEGACY_EMITTERS = {"xla_cpu_use_fusion_emitters": False}
-"""Compiler options of the walker programs: XLA's older CPU emitters compile them in ~60% of
-the time, and they run faster."""
 
 
 # -- one compiled program for every rollout --------------------------------------------
@@ -143,9 +138,7 @@ def env():
 @pytest.fixture(scope="module")
 def runs(env):
     """Every scenario of the file, reset and rolled out in one batch: name -> results."""
-    # Module fixtures are set up before the autouse fixture that sets the effort.
-    with compile_effort(low=True):
-        return _play_scenarios(env)
+    return _play_scenarios(env)
 
 
 def _play_scenarios(env: StumpTracks) -> dict:
@@ -165,7 +158,7 @@ def _play_scenarios(env: StumpTracks) -> dict:
     tasks = jnp.array([rows[n][0] for n in names], jnp.float32)
     keys = jnp.stack([jax.random.PRNGKey(rows[n][1]) for n in names])
     params = env.params_for_tasks(tasks)
-    obs0, states = jax.jit(jax.vmap(env.reset), compiler_options=LEGACY_EMITTERS)(keys, params)
+    obs0, states = jax.jit(jax.vmap(env.reset), compiler_options=FAST_COMPILE)(keys, params)
     tallest = np.asarray(states.track.height).max(axis=1)
 
     scripts = {n: Script(env.body.num_motors) for n in names}
@@ -194,7 +187,7 @@ def _play_scenarios(env: StumpTracks) -> dict:
     arrays = [scripts[n].arrays() for n in names]
     batch = {k: np.stack([a[k] for a in arrays]) for k in arrays[0]}
     rollout = jax.jit(
-        jax.vmap(lambda s, p, b: _rollout(env, s, p, b)), compiler_options=LEGACY_EMITTERS
+        jax.vmap(lambda s, p, b: _rollout(env, s, p, b)), compiler_options=FAST_COMPILE
     )
     out = jax.device_get(rollout(states, params, batch))
     results = {}

@@ -20,27 +20,22 @@ from acl.evaluation import make_test_set
 from envs import ENVS
 from experiments import benchmark, stump_tracks_ppo
 from experiments.stump_tracks_ppo import learning_statistics, load_agent, load_policy
-from tests.compile_effort import compile_effort
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "experiments" / "configs"
 
 
-# Module fixtures are set up before the autouse fixture that lowers the compile effort;
-# building the walker scenes runs hundreds of small programs.
 @pytest.fixture(scope="module")
 def env():
-    with compile_effort(low=True):
-        return ENVS.get("stump_tracks", "env.name")()
+    return ENVS.get("stump_tracks", "env.name")()
 
 
 @pytest.fixture(scope="module")
 def suites():
-    with compile_effort(low=True):
-        return {
-            name: load_suite(ROOT / benchmark.SUITES[name])
-            for name in ("stump_tracks", "stump_tracks_quick")
-        }
+    return {
+        name: load_suite(ROOT / benchmark.SUITES[name])
+        for name in ("stump_tracks", "stump_tracks_quick")
+    }
 
 
 def test_the_stump_tracks_suites_are_registered_and_parse(suites):

@@ -19,7 +19,6 @@ from envs import make_env
 from envs import stump_tracks_render as render
 from envs.stump_tracks import STUMP_WIDTH, TERRAIN_HEIGHT
 from envs.walkers import SCALE
-from tests.compile_effort import compile_effort
 from tests.notebooks import execute, stored_parameters_cell
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,9 +28,7 @@ W, H = 600, 400
 
 @pytest.fixture(scope="module")
 def env():
-    # Set up before the autouse fixture that lowers the effort of the scene's small programs.
-    with compile_effort(low=True):
-        return make_env("stump_tracks", max_episode_steps=50)
+    return make_env("stump_tracks", max_episode_steps=50)
 
 
 @pytest.fixture(scope="module")
