@@ -19,8 +19,11 @@ import json
 import math
 import os
 import platform
+import shutil
 import subprocess
 import sys
+import time
+import zipfile
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -50,7 +53,18 @@ SUMMARY_KEYS = (
 PER_TASK_METRICS = ("solve_sampled", "solve_greedy", "return", "return_sampled")
 """Per-test-task evaluation metrics (ChunkMetrics.eval_<name>, [M] per seed), written for
 named test sets; solve_sampled and return_sampled only with `eval.sampled_attempts`."""
-PACKAGES = ("jax", "jaxlib", "flax", "optax", "gymnax", "chex", "numpy", "scipy", "rliable")
+PACKAGES = (
+    "jax",
+    "jaxlib",
+    "flax",
+    "optax",
+    "gymnax",
+    "chex",
+    "numpy",
+    "scipy",
+    "rliable",
+    "orbax-checkpoint",
+)
 AGENT_FILE = "agent_params.msgpack"
 
 
@@ -217,6 +231,26 @@ def check_run_dir(path: str | Path, field_name: str = "--out") -> None:
             raise ConfigError(f"{field_name}: '{path}' {what} a file, not a directory")
 
 
+CHECKPOINTS = "checkpoints"
+"""The folder of a run directory that holds its checkpoints (acl.checkpoint)."""
+
+_ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
+
+
+def write_npz(path: Path, arrays: dict) -> None:
+    """`np.savez_compressed`, but byte-reproducible: numpy stamps each member with the
+    time of writing, so two identical runs (or a resumed and an uninterrupted one) would
+    differ in their files though not in their data."""
+    tmp = path.with_name(path.name + ".tmp")
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, value in arrays.items():
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=_ZIP_EPOCH)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            with archive.open(info, "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asarray(value))
+    os.replace(tmp, path)
+
+
 class RunDir:
     """Writes one run directory; every write goes straight to disk."""
 
@@ -230,6 +264,27 @@ class RunDir:
         (self.path / "provenance.json").write_text(json.dumps(provenance(seeds), indent=2))
         for name in ("metrics.csv", "tasks.csv"):
             (self.path / name).unlink(missing_ok=True)
+
+    def clear_outputs(self) -> None:
+        """Removes what an earlier run in this directory left that a new one would not
+        overwrite: teacher snapshots, checkpoints and the summary."""
+        for snapshot in (self.path / "teacher").glob("eval_*.npz"):
+            snapshot.unlink()
+        shutil.rmtree(self.path / CHECKPOINTS, ignore_errors=True)
+        (self.path / "summary.json").unlink(missing_ok=True)
+
+    def record_resume(self) -> None:
+        """Appends this session's commit and time to provenance.json's `resumed` list."""
+        file = self.path / "provenance.json"
+        record = json.loads(file.read_text()) if file.exists() else {}
+        record.setdefault("resumed", []).append(
+            {
+                "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "git_commit": git_commit(),
+                "git_dirty": git_dirty(),
+            }
+        )
+        file.write_text(json.dumps(record, indent=2))
 
     def append_metrics(self, rows: list[dict]) -> None:
         file = self.path / "metrics.csv"
@@ -258,10 +313,7 @@ class RunDir:
         """teacher/eval_<chunk:04d>.npz: teacher internals, arrays with a leading seed axis."""
         folder = self.path / "teacher"
         folder.mkdir(exist_ok=True)
-        np.savez_compressed(
-            folder / f"eval_{chunk:04d}.npz",
-            **{name: np.asarray(value) for name, value in snapshot.items()},
-        )
+        write_npz(folder / f"eval_{chunk:04d}.npz", snapshot)
 
     def write_summary(self, summary: dict) -> None:
         missing = [k for k in SUMMARY_KEYS if k not in summary]
