@@ -50,6 +50,12 @@ class LoopConfig:
     max_feedback: int = 0
     """Completed episodes passed to the teacher per update (0: one slot per step and
     instance, i.e. all). Episodes beyond it are counted in `feedback_dropped`."""
+    checkpoint_every: int = 1
+    """Evaluations between checkpoints of the whole loop carry (0: none), saved with orbax
+    under the run directory's checkpoints/ for `--resume` (acl.checkpoint). A run stopped
+    by SIGINT, SIGTERM or its time limit saves one whatever this is."""
+    keep_checkpoints: int = 2
+    """How many of the newest checkpoints a run keeps."""
     task_pool: int | None = None
     """`episode` mode: tasks the teacher draws per iteration, P <= num_envs * num_steps.
     The k-th reset of the iteration (resets ordered by step, then instance) takes pool
@@ -190,11 +196,12 @@ _POSITIVE = {
     "loop.total_env_steps",
     "loop.eval_every",
     "loop.task_log_size",
+    "loop.keep_checkpoints",
     "eval.num_test_tasks",
     "eval.grid_per_dim",
     "eval.episodes_per_task",
 }
-_NON_NEGATIVE = {"eval.sampled_attempts", "loop.max_feedback"}
+_NON_NEGATIVE = {"eval.sampled_attempts", "loop.max_feedback", "loop.checkpoint_every"}
 _SEEDS = {"seed", "eval.seed", "challenge.seed"}
 MAX_SEED = 2**32 - 1
 """numpy's and JAX's seeds are unsigned 32-bit at heart; a negative one is a numpy error."""

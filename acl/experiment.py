@@ -4,13 +4,23 @@ write the run directory between chunks (outside jit)."""
 from __future__ import annotations
 
 import time
+import weakref
 from pathlib import Path
+from typing import Any
 
 import jax
 import numpy as np
 from tqdm.auto import tqdm
 
 from acl.build import make_train, run_data
+from acl.checkpoint import (
+    Progress,
+    RunCheckpoints,
+    RunInterrupted,
+    file_sizes,
+    stop_requests,
+    truncate_run_files,
+)
 from acl.config import ExperimentConfig
 from acl.results import (
     RunDir,
@@ -82,12 +92,30 @@ def time_limit_line(summary: dict) -> str | None:
     )
 
 
+_COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _compiled(trainer: Trainer, keys: jax.Array, data: Any) -> tuple[Any, Any, Any]:
+    """(init, run_chunk, the chunk metrics' shapes) of `trainer` over all seeds, compiled
+    once per trainer and argument shapes: a notebook or a test that runs one trainer again
+    (a resume, another output directory) neither traces nor compiles it again."""
+    signature = jax.tree.map(lambda x: (x.shape, x.dtype), (keys, data))
+    cache = _COMPILED.setdefault(trainer, {})
+    key = (jax.tree.structure(signature), tuple(jax.tree.leaves(signature)))
+    if key not in cache:
+        init = trainer.jit_init_seeds().lower(keys, data).compile()
+        lowered = trainer.jit_run_chunk_seeds().lower(init(keys, data))
+        cache[key] = (init, lowered.compile(), lowered.out_info[1])
+    return cache[key]
+
+
 def run_experiment(
     config: ExperimentConfig,
     out: str | Path,
     progress: bool = True,
     trainer: Trainer | None = None,
     max_seconds: float | None = None,
+    resume: bool = False,
 ) -> dict:
     """Train all seeds of `config` as one vmap; write the run directory; return the summary.
 
@@ -95,55 +123,99 @@ def run_experiment(
     spent, so a run at published scale can be sampled for the time a machine is lent;
     the summary then says so (`stopped_at_time_limit`) and projects the full run's time
     from the measured steps/s.
+
+    Checkpoints (acl.checkpoint) are saved every `loop.checkpoint_every` evaluations, and
+    whenever the run stops early. `resume`: continue the run in `out` from its newest
+    checkpoint (from the start if it has none); `config` must be the run's own. SIGINT and
+    SIGTERM stop the run after its current chunk with a checkpoint saved
+    (`RunInterrupted`); a second SIGINT stops it at once.
     """
     if max_seconds is not None and not max_seconds >= 0:
         raise ValueError(f"max_seconds must be >= 0, got {max_seconds}")
     trainer = trainer or make_train(config)
     run_dir = RunDir(out)
     seeds = [config.seed + i for i in range(config.num_seeds)]
-    run_dir.write_config(config.to_dict(), seeds)
+    if resume:
+        run_dir.record_resume()
+    else:
+        run_dir.write_config(config.to_dict(), seeds)
+        run_dir.clear_outputs()
     names = trainer.env.task_space.names or tuple(
         f"task_{i}" for i in range(trainer.env.task_space.dim)
     )
+    every = config.loop.checkpoint_every
+    checkpoints = RunCheckpoints(run_dir.path, config.loop.keep_checkpoints) if every else None
 
     start = time.perf_counter()
     keys = trainer.seed_keys()
     # A challenged run hands the challenge's data (shared by all seeds) to init.
     data = run_data(trainer)
-    init = trainer.jit_init_seeds().lower(keys, data).compile()
+    init, run_chunk, metrics_shape = _compiled(trainer, keys, data)
     carry = init(keys, data)
-    run_chunk = trainer.jit_run_chunk_seeds().lower(carry).compile()
     compile_seconds = time.perf_counter() - start
+
+    final, done, earlier = None, 0, Progress(0, {}, 0.0, 0.0)
+    if resume:
+        if checkpoints is not None and checkpoints.latest() is not None:
+            carry, final, earlier = checkpoints.restore(carry, metrics_shape)
+            done = earlier.chunks_done
+        truncate_run_files(run_dir.path, earlier if done else None)
+
+    def spent() -> Progress:
+        """Where the run stands after `done` evaluations, time over all sessions."""
+        return Progress(
+            chunks_done=done,
+            file_sizes=file_sizes(run_dir.path),
+            wall_seconds=earlier.wall_seconds + time.perf_counter() - start,
+            compile_seconds=earlier.compile_seconds + compile_seconds,
+        )
 
     bar = tqdm(
         range(trainer.num_chunks),
+        initial=done,
         desc=config.name,
         unit="eval",
         disable=not progress,
         dynamic_ncols=True,
     )
-    final = None
-    for chunk in bar:
-        if final is not None and max_seconds is not None:
-            if time.perf_counter() - start >= max_seconds:
+    first, saved = done, done
+    with stop_requests() as stop:
+        for chunk in range(first, trainer.num_chunks):
+            if chunk > first and max_seconds is not None:
+                if time.perf_counter() - start >= max_seconds:
+                    break
+            first_iteration = int(carry.iteration)
+            carry, metrics = run_chunk(carry)
+            metrics = jax.device_get(metrics)
+            run_dir.append_metrics(_rows(metrics, chunk, seeds, trainer.test_task_names))
+            run_dir.append_tasks(chunk, seeds, np.asarray(metrics.tasks), names)
+            run_dir.write_teacher_snapshot(chunk, metrics.teacher_snapshot)
+            try:
+                _check_finite(metrics, first_iteration, seeds)
+            except TrainingDiverged as err:
+                raise TrainingDiverged(f"{err}; metrics so far are in {run_dir.path}") from None
+            final, done = metrics, chunk + 1
+            if checkpoints is not None and (done % every == 0 or stop):
+                # Asynchronous: the write overlaps the next chunk.
+                checkpoints.save(carry, metrics, spent())
+                saved = done
+            bar.update(1)
+            mastered, se = mean_se(metrics.eval_pct_mastered)
+            bar.set_postfix(
+                mastered=f"{format_mean_se(mastered, se)}%", steps=int(metrics.env_steps[0])
+            )
+            if stop:
                 break
-        first_iteration = int(carry.iteration)
-        carry, metrics = run_chunk(carry)
-        metrics = jax.device_get(metrics)
-        run_dir.append_metrics(_rows(metrics, chunk, seeds, trainer.test_task_names))
-        run_dir.append_tasks(chunk, seeds, np.asarray(metrics.tasks), names)
-        run_dir.write_teacher_snapshot(chunk, metrics.teacher_snapshot)
-        try:
-            _check_finite(metrics, first_iteration, seeds)
-        except TrainingDiverged as err:
-            raise TrainingDiverged(f"{err}; metrics so far are in {run_dir.path}") from None
-        final = metrics
-        mastered, se = mean_se(metrics.eval_pct_mastered)
-        bar.set_postfix(
-            mastered=f"{format_mean_se(mastered, se)}%", steps=int(metrics.env_steps[0])
-        )
-    bar.close()
-    wall_seconds = time.perf_counter() - start
+        bar.close()
+        if checkpoints is not None:
+            if saved < done:
+                checkpoints.save(carry, final, spent())
+            checkpoints.wait()
+            checkpoints.close()
+        if stop:
+            raise RunInterrupted(run_dir.path, done, stop.signal)
+    so_far = spent()
+    wall_seconds, compile_seconds = so_far.wall_seconds, so_far.compile_seconds
     run_dir.save_agent(jax.device_get(carry.seed.agent_state))
 
     mastered_mean, mastered_se = mean_se(final.eval_pct_mastered)

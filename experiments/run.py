@@ -2,7 +2,11 @@
 [--preset NAME] [--set key=value ...] [--seeds N] [--out DIR]
 
 `--preset NAME` merges the config's `presets: {NAME: {...}}` section (e.g. a `cpu`
-budget) before the `--set` overrides."""
+budget) before the `--set` overrides.
+
+Continue a run that was killed or stopped by --max-minutes: python -m experiments.run
+--resume RUN_DIR (its config is the run's own; only loop.checkpoint_every and
+loop.keep_checkpoints may be --set)."""
 
 from __future__ import annotations
 
@@ -29,7 +33,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = OneLineParser(
         prog="python -m experiments.run", description=__doc__, allow_abbrev=False
     )
-    parser.add_argument("--config", required=True, help="YAML config file")
+    parser.add_argument("--config", help="YAML config file")
+    parser.add_argument(
+        "--resume",
+        metavar="RUN_DIR",
+        help="continue the run in RUN_DIR from its newest checkpoint, with its own config",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="with --resume: resume even under other package versions than the run's",
+    )
     add_overrides_argument(parser)
     parser.add_argument(
         "--preset", default=None, help="apply the config's presets.NAME section, e.g. cpu"
@@ -44,7 +58,24 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="wall-clock budget, compile included: no evaluation chunk starts after it; "
         "the summary then projects the full run's time",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if (args.config is None) == (args.resume is None):
+        parser.error("give one of --config and --resume")
+    if args.resume is not None:
+        given = [
+            flag
+            for flag, value in (
+                ("--preset", args.preset),
+                ("--seeds", args.seeds),
+                ("--out", args.out),
+            )
+            if value is not None
+        ]
+        if given:
+            parser.error(f"{given[0]} cannot change a resumed run (its config is in RUN_DIR)")
+    elif args.force:
+        parser.error("--force applies to --resume only")
+    return args
 
 
 def main(argv=None) -> int:
@@ -57,14 +88,23 @@ def main(argv=None) -> int:
         minutes = args.max_minutes
         if minutes is not None and not (math.isfinite(minutes) and minutes >= 0):
             raise ConfigError(f"--max-minutes must be a finite number >= 0, got {minutes}")
-        config = load_config(args.config, args.overrides, args.seeds, args.preset)
-        out = Path(args.out or Path("runs") / config.name)
-        check_run_dir(out)
+        if args.resume is not None:
+            from acl.checkpoint import resume_config
+
+            out = Path(args.resume)
+            config, warnings = resume_config(out, args.overrides, args.force)
+            for warning in warnings:
+                print(f"warning: {warning}", file=sys.stderr)
+        else:
+            config = load_config(args.config, args.overrides, args.seeds, args.preset)
+            out = Path(args.out or Path("runs") / config.name)
+            check_run_dir(out)
         trainer = Trainer(config, build_components(config))  # builds the test set too
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
 
+    from acl.checkpoint import RunInterrupted
     from acl.experiment import TrainingDiverged, run_experiment, time_limit_line
     from acl.results import enable_compilation_cache
 
@@ -76,10 +116,14 @@ def main(argv=None) -> int:
             progress=not args.no_progress,
             trainer=trainer,
             max_seconds=None if args.max_minutes is None else 60 * args.max_minutes,
+            resume=args.resume is not None,
         )
     except TrainingDiverged as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    except RunInterrupted as stop:
+        print(f"{stop}\nresume with: python -m experiments.run --resume {out}", file=sys.stderr)
+        return 128 + stop.signum
     row = {
         "env": summary["env"],
         "teacher": summary["teacher"],
@@ -106,6 +150,7 @@ def main(argv=None) -> int:
     line = time_limit_line(summary)
     if line:
         print(line)
+        print(f"resume with: python -m experiments.run --resume {out}")
     print(f"run directory: {out}")
     return 0
 
