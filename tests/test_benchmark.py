@@ -20,6 +20,7 @@ from acl.benchmark.runner import (
     parse_suite,
     run_suite,
 )
+from acl.checkpoint import RunCheckpoints
 from acl.errors import ConfigError
 from tests.compile_effort import compile_effort
 from tests.conftest import TINY
@@ -79,11 +80,11 @@ def test_an_interrupted_benchmark_resumes_without_recomputing_finished_cells(
     real_run = runner._Program.run
     calls = []
 
-    def killed_in_second_cell(self, spec, *args):
+    def killed_in_second_cell(self, spec, *args, **kwargs):
         calls.append(spec.key)
         if len(calls) == 2:
             raise KeyboardInterrupt  # the process dies in the middle of cell 2
-        return real_run(self, spec, *args)
+        return real_run(self, spec, *args, **kwargs)
 
     monkeypatch.setattr(runner._Program, "run", killed_in_second_cell)
     # The fixture's effort: runs repeat bit for bit only under the same compile options.
@@ -95,9 +96,9 @@ def test_an_interrupted_benchmark_resumes_without_recomputing_finished_cells(
 
     calls.clear()
 
-    def counting(self, spec, *args):
+    def counting(self, spec, *args, **kwargs):
         calls.append((self.trainer.config.teacher.name, spec.key))
-        return real_run(self, spec, *args)
+        return real_run(self, spec, *args, **kwargs)
 
     monkeypatch.setattr(runner._Program, "run", counting)
     with compile_effort(low=True):
@@ -203,9 +204,9 @@ def test_expert_cells_of_a_teacher_without_prior_are_copied_and_equal_a_real_run
     real_run = runner._Program.run
     calls = []
 
-    def counting(self, spec, *args):
+    def counting(self, spec, *args, **kwargs):
         calls.append(spec.key)
-        return real_run(self, spec, *args)
+        return real_run(self, spec, *args, **kwargs)
 
     monkeypatch.setattr(runner._Program, "run", counting)
     copied = run_suite(suite, tmp_path / "copied", progress=False)
@@ -218,3 +219,42 @@ def test_expert_cells_of_a_teacher_without_prior_are_copied_and_equal_a_real_run
     assert calls == ["default", "default", "default+expert_high"]
     pd.testing.assert_frame_equal(copied, ran)
     assert set(ran.expert) == {"none", "high"}
+
+
+def test_a_half_finished_cell_resumes_from_its_checkpoint(uninterrupted, tmp_path, monkeypatch):
+    suite = parse_suite(tiny_suite())
+    save = RunCheckpoints.save
+
+    class Killed(Exception):
+        """Stands for the process dying after the cell's second evaluation was saved."""
+
+    def save_then_die(self, carry, metrics, progress):
+        save(self, carry, metrics, progress)
+        if progress.chunks_done == 2:
+            self.wait()
+            raise Killed
+
+    monkeypatch.setattr(RunCheckpoints, "save", save_then_die)
+    with pytest.raises(Killed), compile_effort(low=True):
+        run_suite(suite, tmp_path, progress=False, stop_after=1)
+    assert not list((tmp_path / "cells").glob("*.csv"))
+    monkeypatch.undo()
+
+    chunks_run = []
+    real_run = runner._Program.run
+
+    class Counter:
+        def update(self, n):
+            chunks_run.append(n)
+
+    def counting(self, spec, seed, period, progress, checkpoint_dir=None):
+        return real_run(self, spec, seed, period, Counter(), checkpoint_dir)
+
+    monkeypatch.setattr(runner._Program, "run", counting)
+    with compile_effort(low=True):
+        run_suite(suite, tmp_path, progress=False, stop_after=1)
+    # Restored 2 evaluations, ran the third.
+    assert chunks_run == [2, 1]
+    cell = "cells/random__default.csv"
+    assert (tmp_path / cell).read_text() == (uninterrupted[0] / cell).read_text()
+    assert not (tmp_path / "checkpoints" / "random__default").exists()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,9 +36,10 @@ from tqdm.auto import tqdm
 from acl.benchmark.challenges import ChallengeSpec, make_challenge
 from acl.benchmark.report import COLUMNS
 from acl.build import build_components, challenge_data, make_train
+from acl.checkpoint import Progress, RunCheckpoints
 from acl.config import ComponentConfig, ExperimentConfig, load_yaml, parse_config
 from acl.errors import ConfigError
-from acl.results import provenance
+from acl.results import CHECKPOINTS, provenance
 
 RESULT_COLUMNS = COLUMNS
 """One row per (teacher, challenge, expert, seed, evaluation): the schema the report reads."""
@@ -170,10 +172,18 @@ class _Program:
         self._compiled = None
 
     def run(
-        self, spec: ChallengeSpec, challenge_seed: int, period: float, progress
-    ) -> tuple[list, float]:
-        """All chunks of one setting; returns (per-chunk metrics, compile seconds spent in
-        this call: 0 once the teacher's program is compiled)."""
+        self,
+        spec: ChallengeSpec,
+        challenge_seed: int,
+        period: float,
+        progress,
+        checkpoint_dir: Path | None = None,
+    ) -> tuple[list[dict], float]:
+        """All chunks of one setting; returns (per-chunk results, compile seconds spent in
+        this call: 0 once the teacher's program is compiled).
+
+        `checkpoint_dir`: the carry is saved there after every chunk, and a setting that
+        was stopped half-way continues from its newest checkpoint there."""
         trainer = self.trainer
         total_iterations = trainer.num_chunks * trainer.iterations_per_chunk
         reset_every = max(1, round(period * total_iterations))
@@ -183,27 +193,52 @@ class _Program:
         if self._compiled is None:
             start = time.perf_counter()
             init = trainer.jit_init_seeds().lower(self.keys, data).compile()
-            carry = init(self.keys, data)
-            chunk = trainer.jit_run_chunk_seeds().lower(carry).compile()
-            self._compiled = (init, chunk)
+            lowered = trainer.jit_run_chunk_seeds().lower(init(self.keys, data))
+            self._compiled = (init, lowered.compile(), lowered.out_info[1])
             compile_seconds = time.perf_counter() - start
-        init, chunk = self._compiled
+        init, chunk, metrics_shape = self._compiled
         carry = init(self.keys, data)
-        chunks = []
-        for _ in range(trainer.num_chunks):
+        chunks: list[dict] = []
+        checkpoints = None if checkpoint_dir is None else RunCheckpoints(checkpoint_dir, keep=1)
+        if checkpoints is not None and checkpoints.latest() is not None:
+            carry, _, saved = checkpoints.restore(carry, metrics_shape)
+            chunks = saved.extra["chunks"]
+            progress.update(len(chunks))
+        for index in range(len(chunks), trainer.num_chunks):
             carry, metrics = chunk(carry)
             metrics = jax.device_get(metrics)
             if not np.all(np.isfinite(metrics.loss)):
                 raise FloatingPointError(f"non-finite loss in setting {spec.label}")
-            chunks.append(metrics)
+            chunks.append(
+                {
+                    name: np.asarray(getattr(metrics, field)).tolist()
+                    for name, field in _CHUNK_FIELDS.items()
+                }
+            )
+            if checkpoints is not None:
+                checkpoints.save(
+                    carry, metrics, Progress(index + 1, {}, 0.0, 0.0, {"chunks": chunks})
+                )
             progress.update(1)
+        if checkpoints is not None:
+            checkpoints.wait()
+            checkpoints.close()
         return chunks, compile_seconds
 
 
-def _rows(suite: SuiteConfig, label: str, spec: ChallengeSpec, chunks: list) -> pd.DataFrame:
+_CHUNK_FIELDS = {
+    "env_steps": "env_steps",
+    "pct_mastered": "eval_pct_mastered",
+    "mean_return": "eval_mean_return",
+    "train_return": "train_return",
+}
+"""Result column: the chunk metric it is read from, one value per seed."""
+
+
+def _rows(suite: SuiteConfig, label: str, spec: ChallengeSpec, chunks: list[dict]) -> pd.DataFrame:
     seeds = [suite.base.seed + i for i in range(suite.base.num_seeds)]
     rows = []
-    for metrics in chunks:
+    for chunk in chunks:
         for i, seed in enumerate(seeds):
             rows.append(
                 {
@@ -213,10 +248,10 @@ def _rows(suite: SuiteConfig, label: str, spec: ChallengeSpec, chunks: list) -> 
                     "challenge": spec.challenge,
                     "expert": spec.expert,
                     "seed": seed,
-                    "env_steps": int(metrics.env_steps[i]),
-                    "pct_mastered": float(metrics.eval_pct_mastered[i]),
-                    "mean_return": float(metrics.eval_mean_return[i]),
-                    "train_return": float(metrics.train_return[i]),
+                    "env_steps": int(chunk["env_steps"][i]),
+                    "pct_mastered": float(chunk["pct_mastered"][i]),
+                    "mean_return": float(chunk["mean_return"][i]),
+                    "train_return": float(chunk["train_return"][i]),
                 }
             )
     return pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
@@ -304,13 +339,21 @@ def run_suite(
         students = suite.students if spec.challenge == "students" else [None]
         tables = []
         for student in students:
+            name = f"{label}__{spec.key}" + (f"__{student[0]}" if student else "")
             chunks, seconds = program(label, student).run(
-                spec, suite.challenge_seed, suite.forgetting_period, bar
+                spec,
+                suite.challenge_seed,
+                suite.forgetting_period,
+                bar,
+                checkpoint_dir=out / CHECKPOINTS / name,
             )
             compile_seconds += seconds
             tables.append(_rows(suite, label, spec, chunks))
         table = _merge_students(tables) if spec.challenge == "students" else tables[0]
         _write_atomic(cell_path(out, label, spec), table.to_csv(index=False))
+        for student in students:
+            name = f"{label}__{spec.key}" + (f"__{student[0]}" if student else "")
+            shutil.rmtree(out / CHECKPOINTS / name, ignore_errors=True)
         prov["cells"][f"{label}__{spec.key}"] = {
             "wall_seconds": round(time.perf_counter() - start, 2),
             "compile_seconds": round(compile_seconds, 2),
