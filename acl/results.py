@@ -251,6 +251,25 @@ def write_npz(path: Path, arrays: dict) -> None:
     os.replace(tmp, path)
 
 
+def _nan_to_none(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _nan_to_none(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_nan_to_none(v) for v in value]
+    return value
+
+
+def _se_null_to_nan(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: math.nan if v is None and k.endswith("_se") else _se_null_to_nan(v)
+            for k, v in value.items()
+        }
+    return value
+
+
 class RunDir:
     """Writes one run directory; every write goes straight to disk."""
 
@@ -319,7 +338,11 @@ class RunDir:
         missing = [k for k in SUMMARY_KEYS if k not in summary]
         if missing:
             raise ValueError(f"summary lacks {missing}")
-        (self.path / "summary.json").write_text(json.dumps(summary, indent=2))
+        # Strict JSON: an SE over one seed is NaN, which json.dumps would write as the
+        # non-standard token NaN that other readers reject; it is written as null.
+        (self.path / "summary.json").write_text(
+            json.dumps(_nan_to_none(summary), indent=2, allow_nan=False)
+        )
 
     def save_agent(self, agent_state: Any) -> None:
         (self.path / AGENT_FILE).write_bytes(serialization.to_bytes(agent_state))
@@ -386,7 +409,8 @@ class RunDir:
         return pd.read_csv(self.path / "metrics.csv")
 
     def read_summary(self) -> dict:
-        return json.loads((self.path / "summary.json").read_text())
+        """summary.json, with the null SEs of one-seed runs read back as NaN."""
+        return _se_null_to_nan(json.loads((self.path / "summary.json").read_text()))
 
     def read_config_dict(self) -> dict:
         return yaml.safe_load((self.path / "config.yaml").read_text())

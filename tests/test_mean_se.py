@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -41,3 +44,26 @@ def test_mean_se_by_step_matches_pandas_and_skips_missing_values():
     expected = np.nan_to_num(grouped.std(ddof=1).to_numpy() / np.sqrt(grouped.count()))
     np.testing.assert_allclose(se, expected)
     assert se[2] == 0.0  # one value at step 30: a band of width 0
+
+
+def test_one_seed_summary_is_strict_json_and_reads_back_nan(tmp_path):
+    from acl.results import SUMMARY_KEYS, RunDir
+
+    mean, se = mean_se([42.0])
+    summary = dict.fromkeys(SUMMARY_KEYS, 0) | {
+        "final_pct_mastered_mean": mean,
+        "final_pct_mastered_se": se,
+        "final_per_test_task": {"corridor": {"solve_greedy_se": se}},
+    }
+    run = RunDir(tmp_path)
+    run.write_summary(summary)
+
+    def refuse(token):
+        raise ValueError(f"non-standard JSON token {token}")
+
+    strict = json.loads((tmp_path / "summary.json").read_text(), parse_constant=refuse)
+    assert strict["final_pct_mastered_se"] is None
+    back = run.read_summary()
+    assert math.isnan(back["final_pct_mastered_se"])
+    assert math.isnan(back["final_per_test_task"]["corridor"]["solve_greedy_se"])
+    assert back["final_pct_mastered_mean"] == 42.0
