@@ -45,6 +45,8 @@ HARNESS_SETTINGS = {
     "alp_gmm": dict(GMM_SETTINGS, return_bounds=(-1.0, 2.0)),
     "covar_gmm": GMM_SETTINGS,
     "riac": dict(max_region_size=16, max_regions=31),
+    # The box grows within the harness's updates (the default ramp is 100).
+    "schedule": dict(ramp_iterations=3),
 }
 """Keys under which a registered teacher's periodic work happens within check_teacher's
 rounds (the defaults fit or split too late to be checked); others run as configured."""
