@@ -262,9 +262,14 @@ class BraxGoal(PlanarStartGoalTasks, GoalTaskEnv, StartTaskEnv):
     def _load_system(self) -> Any:
         # Imported here: `import envs` registers every env, and brax (with MuJoCo) takes
         # seconds to import that users of the other envs should not pay.
+        import contextlib
         import importlib
+        import io
 
-        from brax.io import mjcf
+        # mujoco-mjx 3.17 prints "Failed to import warp" when its optional GPU backend is
+        # missing, which it always is here.
+        with contextlib.redirect_stdout(io.StringIO()):
+            from brax.io import mjcf
 
         self._pipeline = importlib.import_module(f"brax.{self.pipeline_name}.pipeline")
         with warnings.catch_warnings():
