@@ -3,6 +3,7 @@ write the run directory between chunks (outside jit)."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 import weakref
 from pathlib import Path
@@ -179,41 +180,51 @@ def run_experiment(
         dynamic_ncols=True,
     )
     first, saved = done, done
-    with stop_requests() as stop:
-        for chunk in range(first, trainer.num_chunks):
-            if chunk > first and max_seconds is not None:
-                if time.perf_counter() - start >= max_seconds:
+    try:
+        with stop_requests() as stop:
+            for chunk in range(first, trainer.num_chunks):
+                if chunk > first and max_seconds is not None:
+                    if time.perf_counter() - start >= max_seconds:
+                        break
+                first_iteration = int(carry.iteration)
+                carry, metrics = run_chunk(carry)
+                metrics = jax.device_get(metrics)
+                run_dir.append_metrics(_rows(metrics, chunk, seeds, trainer.test_task_names))
+                run_dir.append_tasks(chunk, seeds, np.asarray(metrics.tasks), names)
+                run_dir.write_teacher_snapshot(chunk, metrics.teacher_snapshot)
+                try:
+                    _check_finite(metrics, first_iteration, seeds)
+                except TrainingDiverged as err:
+                    raise TrainingDiverged(f"{err}; metrics so far are in {run_dir.path}") from None
+                final, done = metrics, chunk + 1
+                if checkpoints is not None and (done % every == 0 or stop):
+                    # Asynchronous: the write overlaps the next chunk.
+                    checkpoints.save(carry, metrics, spent())
+                    saved = done
+                bar.update(1)
+                mastered, se = mean_se(metrics.eval_pct_mastered)
+                bar.set_postfix(
+                    mastered=f"{format_mean_se(mastered, se)}%", steps=int(metrics.env_steps[0])
+                )
+                if stop:
                     break
-            first_iteration = int(carry.iteration)
-            carry, metrics = run_chunk(carry)
-            metrics = jax.device_get(metrics)
-            run_dir.append_metrics(_rows(metrics, chunk, seeds, trainer.test_task_names))
-            run_dir.append_tasks(chunk, seeds, np.asarray(metrics.tasks), names)
-            run_dir.write_teacher_snapshot(chunk, metrics.teacher_snapshot)
-            try:
-                _check_finite(metrics, first_iteration, seeds)
-            except TrainingDiverged as err:
-                raise TrainingDiverged(f"{err}; metrics so far are in {run_dir.path}") from None
-            final, done = metrics, chunk + 1
-            if checkpoints is not None and (done % every == 0 or stop):
-                # Asynchronous: the write overlaps the next chunk.
-                checkpoints.save(carry, metrics, spent())
-                saved = done
-            bar.update(1)
-            mastered, se = mean_se(metrics.eval_pct_mastered)
-            bar.set_postfix(
-                mastered=f"{format_mean_se(mastered, se)}%", steps=int(metrics.env_steps[0])
-            )
-            if stop:
-                break
-        bar.close()
         if checkpoints is not None:
-            if saved < done:
+            if saved < done:  # stopped by the time limit between checkpoints
                 checkpoints.save(carry, final, spent())
             checkpoints.wait()
-            checkpoints.close()
-        if stop:
-            raise RunInterrupted(run_dir.path, done, stop.signal)
+    except BaseException:
+        if checkpoints is not None:
+            # Let the save in flight (a complete checkpoint) finish, without hiding the
+            # error that stopped the run behind one of its own.
+            with contextlib.suppress(Exception):
+                checkpoints.close()
+        raise
+    finally:
+        bar.close()
+    if checkpoints is not None:
+        checkpoints.close()
+    if stop and done < trainer.num_chunks:
+        raise RunInterrupted(run_dir.path, done, stop.signal)
     so_far = spent()
     wall_seconds, compile_seconds = so_far.wall_seconds, so_far.compile_seconds
     run_dir.save_agent(jax.device_get(carry.seed.agent_state))
