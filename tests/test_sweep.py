@@ -1,0 +1,134 @@
+"""Sweeps (acl.sweep): one compiled program over combination x seed, equal to single runs;
+spec parsing and the refusal of keys that cannot share a program."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from acl.errors import ConfigError
+from acl.experiment import run_experiment
+from acl.sweep import (
+    SWEEP_FILE,
+    check_sweep,
+    combination_config,
+    combination_name,
+    combinations,
+    format_sweep,
+    parse_sweep,
+    run_sweep,
+)
+from tests.conftest import tiny_config
+
+RATES = [1e-4, 3e-4, 1e-3]
+
+
+@pytest.fixture(scope="module")
+def tiny_sweep():
+    return tiny_config(loop={"total_env_steps": 512})
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory, tiny_sweep):
+    out = tmp_path_factory.mktemp("sweep")
+    rows = run_sweep(tiny_sweep, {"agent.learning_rate": RATES}, out, progress=False)
+    return out, rows
+
+
+def test_a_learning_rate_sweep_equals_the_single_runs(swept, tiny_sweep, tmp_path):
+    out, rows = swept
+    assert [row["agent.learning_rate"] for row in rows] == RATES
+    for rate in RATES:
+        values = {"agent.learning_rate": rate}
+        single = tmp_path / str(rate)
+        run_experiment(combination_config(tiny_sweep, values), single, progress=False)
+        combo = out / combination_name(values)
+        a, b = pd.read_csv(combo / "metrics.csv"), pd.read_csv(single / "metrics.csv")
+        assert list(a.columns) == list(b.columns) and len(a) == len(b) == 4
+        for column in a.columns:
+            if column.startswith("agent_"):
+                # Means over the chunk's minibatches: the wider vmap may fuse the reduction
+                # otherwise and change the last bits (rel. 2e-7 seen); the params do not.
+                np.testing.assert_allclose(a[column], b[column], rtol=1e-6, err_msg=column)
+            else:
+                np.testing.assert_array_equal(a[column], b[column], err_msg=column)
+        for name in ("agent_params.msgpack", "tasks.csv", "config.yaml"):
+            assert (combo / name).read_bytes() == (single / name).read_bytes(), name
+        snapshot, alone = (
+            np.load(combo / "teacher/eval_0001.npz"),
+            np.load(single / "teacher/eval_0001.npz"),
+        )
+        for key in alone:
+            np.testing.assert_array_equal(snapshot[key], alone[key], err_msg=key)
+    # The rates must matter, or the comparison above proves nothing.
+    losses = [
+        pd.read_csv(
+            out / combination_name({"agent.learning_rate": r}) / "metrics.csv"
+        ).agent_loss.iloc[-1]
+        for r in RATES
+    ]
+    assert len(set(losses)) == len(RATES)
+
+
+def test_the_sweep_writes_a_table_and_full_run_directories(swept):
+    out, rows = swept
+    table = pd.read_csv(out / SWEEP_FILE)
+    assert list(table["agent.learning_rate"]) == RATES
+    assert len(table) == 3 and (table.env_steps == 512).all() and table.diverged.isna().all()
+    for row in rows:
+        run_dir = out / row["run_dir"]
+        summary = json.loads((run_dir / "summary.json").read_text())
+        assert summary["final_pct_mastered_mean"] == row["final_pct_mastered_mean"]
+        assert summary["sweep"]["values"] == {"agent.learning_rate": row["agent.learning_rate"]}
+        for name in ("config.yaml", "provenance.json", "tasks.csv", "learning_curve.png"):
+            assert (run_dir / name).stat().st_size > 0, name
+    spec = json.loads((out / "sweep.json").read_text())
+    assert spec["sweep"] == {"agent.learning_rate": RATES} and spec["combinations"] == 3
+    printed = format_sweep(rows)
+    assert "0.0003" in printed and "% mastered" in printed and "diverged" not in printed
+
+
+def test_the_values_of_several_keys_are_crossed():
+    sweep = parse_sweep(["agent.learning_rate=1e-4,1e-3", "agent.ent_coef=0,0.01,0.1"])
+    assert sweep == {"agent.learning_rate": ["1e-4", "1e-3"], "agent.ent_coef": [0, 0.01, 0.1]}
+    checked = check_sweep(tiny_config(), sweep)
+    assert checked["agent.learning_rate"] == [1e-4, 1e-3]  # YAML's "1e-4" string, as a number
+    combos = combinations(checked)
+    assert len(combos) == 6 and combos[1] == {"agent.learning_rate": 1e-4, "agent.ent_coef": 0.01}
+    assert combination_config(tiny_config(), combos[1]).agent.kwargs["ent_coef"] == 0.01
+
+
+@pytest.mark.parametrize(
+    "items, message",
+    [
+        (["loop.num_envs=2,4"], "--sweep loop.num_envs: is no numeric hyperparameter leaf"),
+        (["agent.hidden_sizes=16,32"], "changes array shapes or the compiled program"),
+        (["agent.anneal_lr=true,false"], "--sweep agent.anneal_lr: is no numeric"),
+        (["agent.learning_rat=1e-4"], "did you mean 'learning_rate'"),
+        (["agnt.learning_rate=1e-4"], "unknown config key"),
+        (["seed=0,1"], "use --seeds"),
+        (["agent.learning_rate="], "empty value"),
+        (["agent.learning_rate=1e-4,,1e-3"], "empty value"),
+        (["agent.learning_rate"], "expected key=value"),
+        (["agent.learning_rate=1e-4", "agent.learning_rate=1e-3"], "given twice"),
+        (["agent.learning_rate=1e-4,1e-4"], "a value is given twice"),
+        (["agent.learning_rate=fast,1e-3"], "agent.learning_rate must be > 0, got 'fast'"),
+        (["agent.learning_rate=-1"], "agent.learning_rate must be > 0, got -1"),
+    ],
+)
+def test_bad_sweeps_are_one_line_errors(items, message):
+    with pytest.raises(ConfigError, match=None) as err:
+        check_sweep(tiny_config(), parse_sweep(items))
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_teacher_params_are_sweepable_and_teacher_options_are_not():
+    config = tiny_config(teacher={"name": "riac"})
+    assert check_sweep(config, {"teacher.mutation_std": [0.1, 0.2]}) == {
+        "teacher.mutation_std": [0.1, 0.2]
+    }
+    with pytest.raises(ConfigError, match="teacher.max_regions: is no numeric"):
+        check_sweep(config, {"teacher.max_regions": [4, 8]})
