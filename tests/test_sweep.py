@@ -3,11 +3,14 @@ spec parsing and the refusal of keys that cannot share a program."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from acl.errors import ConfigError
 from acl.experiment import run_experiment
@@ -19,28 +22,36 @@ from acl.sweep import (
     combinations,
     format_sweep,
     parse_sweep,
-    run_sweep,
 )
+from experiments import run as run_cli
 from tests.conftest import tiny_config
+from tests.test_cli import count_compilations, write_tiny
 
 RATES = [1e-4, 3e-4, 1e-3]
 
 
 @pytest.fixture(scope="module")
 def tiny_sweep():
-    return tiny_config(loop={"total_env_steps": 512})
+    # A student re-initialised every two iterations must keep its swept learning rate.
+    return tiny_config(loop={"total_env_steps": 512, "reinit_every": 128})
 
 
 @pytest.fixture(scope="module")
-def swept(tmp_path_factory, tiny_sweep):
-    out = tmp_path_factory.mktemp("sweep")
-    rows = run_sweep(tiny_sweep, {"agent.learning_rate": RATES}, out, progress=False)
-    return out, rows
+def swept(tmp_path_factory):
+    """The CLI's sweep of three learning rates on the tiny config: (out, printed table)."""
+    root = tmp_path_factory.mktemp("sweep")
+    out = root / "sweep"
+    args = ["--config", write_tiny(root), "--out", str(out), "--no-progress"]
+    args += ["--set", "loop.total_env_steps=512", "--set", "loop.reinit_every=128"]
+    args += ["--sweep", "agent.learning_rate=1e-4,3e-4,1e-3"]
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert run_cli.main(args) == 0
+    return out, printed.getvalue()
 
 
 def test_a_learning_rate_sweep_equals_the_single_runs(swept, tiny_sweep, tmp_path):
-    out, rows = swept
-    assert [row["agent.learning_rate"] for row in rows] == RATES
+    out, _ = swept
     for rate in RATES:
         values = {"agent.learning_rate": rate}
         single = tmp_path / str(rate)
@@ -55,8 +66,10 @@ def test_a_learning_rate_sweep_equals_the_single_runs(swept, tiny_sweep, tmp_pat
                 np.testing.assert_allclose(a[column], b[column], rtol=1e-6, err_msg=column)
             else:
                 np.testing.assert_array_equal(a[column], b[column], err_msg=column)
-        for name in ("agent_params.msgpack", "tasks.csv", "config.yaml"):
+        for name in ("agent_params.msgpack", "tasks.csv"):
             assert (combo / name).read_bytes() == (single / name).read_bytes(), name
+        config, alone = (yaml.safe_load((d / "config.yaml").read_text()) for d in (combo, single))
+        assert config == alone
         snapshot, alone = (
             np.load(combo / "teacher/eval_0001.npz"),
             np.load(single / "teacher/eval_0001.npz"),
@@ -74,21 +87,24 @@ def test_a_learning_rate_sweep_equals_the_single_runs(swept, tiny_sweep, tmp_pat
 
 
 def test_the_sweep_writes_a_table_and_full_run_directories(swept):
-    out, rows = swept
+    out, printed = swept
     table = pd.read_csv(out / SWEEP_FILE)
     assert list(table["agent.learning_rate"]) == RATES
     assert len(table) == 3 and (table.env_steps == 512).all() and table.diverged.isna().all()
-    for row in rows:
+    for _, row in table.iterrows():
         run_dir = out / row["run_dir"]
         summary = json.loads((run_dir / "summary.json").read_text())
-        assert summary["final_pct_mastered_mean"] == row["final_pct_mastered_mean"]
+        assert summary["final_pct_mastered_mean"] == pytest.approx(row.final_pct_mastered_mean)
         assert summary["sweep"]["values"] == {"agent.learning_rate": row["agent.learning_rate"]}
+        assert summary["seeds"] == [0, 1] and summary["env_steps"] == 512
+        resolved = yaml.safe_load((run_dir / "config.yaml").read_text())
+        assert resolved["agent"]["learning_rate"] == row["agent.learning_rate"]
         for name in ("config.yaml", "provenance.json", "tasks.csv", "learning_curve.png"):
             assert (run_dir / name).stat().st_size > 0, name
     spec = json.loads((out / "sweep.json").read_text())
     assert spec["sweep"] == {"agent.learning_rate": RATES} and spec["combinations"] == 3
-    printed = format_sweep(rows)
-    assert "0.0003" in printed and "% mastered" in printed and "diverged" not in printed
+    rows = table.assign(diverged="").to_dict("records")
+    assert format_sweep(rows) in printed and "0.0003" in printed and "% mastered" in printed
 
 
 def test_the_values_of_several_keys_are_crossed():
@@ -132,3 +148,25 @@ def test_teacher_params_are_sweepable_and_teacher_options_are_not():
     }
     with pytest.raises(ConfigError, match="teacher.max_regions: is no numeric"):
         check_sweep(config, {"teacher.max_regions": [4, 8]})
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["--sweep", "loop.num_envs=2,4"],
+            "error: --sweep loop.num_envs: is no numeric hyperparameter leaf of the agent or "
+            "teacher: it changes array shapes or the compiled program, so it cannot share one "
+            "compiled program; run one config per value",
+        ),
+        (["--sweep", "agent.learning_rate="], "--sweep agent.learning_rate: empty value"),
+        (["--sweep", "agent.learning_rate=1e-3", "--max-minutes", "1"], "not to --sweep"),
+    ],
+)
+def test_the_cli_refuses_a_bad_sweep_before_compiling(tmp_path, capsys, args, message):
+    out = tmp_path / "run"
+    with count_compilations() as compiled:
+        code = run_cli.main(["--config", write_tiny(tmp_path), "--out", str(out), *args])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and message in err and len(err.splitlines()) == 1
+    assert compiled == [] and not out.exists()
