@@ -4,6 +4,7 @@ spec parsing and the refusal of keys that cannot share a program."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import json
 
@@ -44,6 +45,8 @@ def swept(tmp_path_factory):
     args = ["--config", write_tiny(root), "--out", str(out), "--no-progress"]
     args += ["--set", "loop.total_env_steps=512", "--set", "loop.reinit_every=128"]
     args += ["--sweep", "agent.learning_rate=1e-4,3e-4,1e-3"]
+    if importlib.util.find_spec("tensorboardX"):
+        args += ["--log", "tensorboard"]
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         assert run_cli.main(args) == 0
@@ -170,3 +173,17 @@ def test_the_cli_refuses_a_bad_sweep_before_compiling(tmp_path, capsys, args, me
     err = capsys.readouterr().err.strip()
     assert code == 2 and message in err and len(err.splitlines()) == 1
     assert compiled == [] and not out.exists()
+
+
+def test_each_combination_logs_its_own_metrics(swept):
+    pytest.importorskip("tensorboardX")
+    from tests.test_loggers import read_events
+
+    out, _ = swept
+    for rate in RATES:
+        run_dir = out / combination_name({"agent.learning_rate": rate})
+        scalars, _ = read_events(run_dir / "tensorboard")
+        metrics = pd.read_csv(run_dir / "metrics.csv")
+        means = metrics.groupby("env_steps").agent_loss.mean()
+        logged = scalars["agent_loss"]
+        np.testing.assert_allclose([logged[step] for step in means.index], means, rtol=1e-6)
