@@ -19,6 +19,7 @@ sweep.csv (one row per combination) and sweep.json (the spec and the sweep's tim
 from __future__ import annotations
 
 import csv
+import dataclasses
 import itertools
 import json
 import time
@@ -45,18 +46,19 @@ from acl.experiment import (
     write_chunk,
     write_summary_and_plot,
 )
+from acl.hparams import HParam
 from acl.loggers import close_all, make_loggers
 from acl.results import RunDir, format_mean_se, format_table
 from acl.teachers import TEACHERS
-from acl.train import RunData, Trainer
+from acl.train import Components, RunData, Trainer
 
 SWEEP_FILE = "sweep.csv"
 SWEEP_SPEC_FILE = "sweep.json"
 _NUMBER_KINDS = ("float", "int")
 _STATIC = (
-    "is no numeric hyperparameter leaf of the agent or teacher: it changes array shapes "
-    "or the compiled program, so it cannot share one compiled program; run one config per "
-    "value"
+    "not a numeric hyperparameter (pytree leaf) of the agent or teacher: it changes array "
+    "shapes or the compiled program, so it cannot share one compiled program; run one "
+    "config per value"
 )
 
 
@@ -78,18 +80,14 @@ def parse_sweep(items: Sequence[str]) -> dict[str, list[Any]]:
     return sweep
 
 
-def _leaf_specs(config: ExperimentConfig, section: str) -> tuple[dict, frozenset[str]]:
-    """(sweepable key -> declaration, every config key) of the config's agent or teacher."""
+def _leaf_specs(components: Components, section: str) -> dict[str, HParam]:
+    """Sweepable key -> declaration of the built agent (its `hyper` struct) or teacher
+    (its `nested` params; a challenged teacher's are its inner teacher's)."""
     if section == "agent":
-        factory = AGENTS.get(config.agent.name, "agent.name")
-        agent = factory(**config.agent.kwargs)
-        hyper = getattr(agent, "hyper", None)
-        leaves = hparams.leaf_specs(hyper) if hyper is not None else {}
-    else:
-        factory = TEACHERS.get(config.teacher.name, "teacher.name")
-        cls = getattr(factory, "teacher_class", None)
-        leaves = hparams.leaf_specs(cls) if cls is not None else {}
-    return leaves, frozenset(getattr(factory, "config_keys", ()))
+        hyper = getattr(components.agent, "hyper", None)
+        return hparams.leaf_specs(hyper) if dataclasses.is_dataclass(hyper) else {}
+    teacher = getattr(components.teacher, "inner", components.teacher)
+    return hparams.leaf_specs(teacher) if dataclasses.is_dataclass(teacher) else {}
 
 
 def check_sweep(config: ExperimentConfig, sweep: Mapping[str, Sequence[Any]]) -> dict:
@@ -98,20 +96,24 @@ def check_sweep(config: ExperimentConfig, sweep: Mapping[str, Sequence[Any]]) ->
     repeated values, or a value its declaration refuses."""
     if not sweep:
         raise ConfigError("--sweep: give at least one key=value,value,...")
+    components = None
     checked = {}
     for key, values in sweep.items():
         section, _, name = key.partition(".")
         if section not in ("agent", "teacher") or not name or "." in name:
             if section in ("seed", "num_seeds"):
                 raise ConfigError(f"--sweep {key}: the seeds are vmapped already; use --seeds")
-            top = {"name", "seed", "num_seeds", "env", "teacher", "agent", "loop", "eval"}
-            if section not in top | {"challenge"}:
-                raise hparams.unknown_key("--sweep", key, top)
+            top = {f.name for f in dataclasses.fields(ExperimentConfig)}
+            if section not in top:
+                raise hparams.unknown_key("--sweep", section, top)
             raise ConfigError(f"--sweep {key}: {_STATIC}")
-        leaves, allowed = _leaf_specs(config, section)
+        registry = AGENTS if section == "agent" else TEACHERS
+        factory = registry.get(getattr(config, section).name, f"{section}.name")
+        allowed = getattr(factory, "config_keys", ())
         if name not in allowed:
             raise hparams.unknown_key(f"--sweep {section}", name, allowed)
-        spec = leaves.get(name)
+        components = components or build_components(config)
+        spec = _leaf_specs(components, section).get(name)
         if spec is None:
             raise ConfigError(f"--sweep {key}: {_STATIC}")
         if spec.kind not in _NUMBER_KINDS:

@@ -134,11 +134,14 @@ def test_the_values_of_several_keys_are_crossed():
 @pytest.mark.parametrize(
     "items, message",
     [
-        (["loop.num_envs=2,4"], "--sweep loop.num_envs: is no numeric hyperparameter leaf"),
+        (
+            ["loop.num_envs=2,4"],
+            "--sweep loop.num_envs: not a numeric hyperparameter (pytree leaf)",
+        ),
         (["agent.hidden_sizes=16,32"], "changes array shapes or the compiled program"),
-        (["agent.anneal_lr=true,false"], "--sweep agent.anneal_lr: is no numeric"),
+        (["agent.anneal_lr=true,false"], "--sweep agent.anneal_lr: not a numeric"),
         (["agent.learning_rat=1e-4"], "did you mean 'learning_rate'"),
-        (["agnt.learning_rate=1e-4"], "unknown config key"),
+        (["agnt.learning_rate=1e-4"], "unknown config key 'agnt'; did you mean 'agent'"),
         (["seed=0,1"], "use --seeds"),
         (["agent.learning_rate="], "empty value"),
         (["agent.learning_rate=1e-4,,1e-3"], "empty value"),
@@ -160,7 +163,7 @@ def test_teacher_params_are_sweepable_and_teacher_options_are_not():
     assert check_sweep(config, {"teacher.mutation_std": [0.1, 0.2]}) == {
         "teacher.mutation_std": [0.1, 0.2]
     }
-    with pytest.raises(ConfigError, match="teacher.max_regions: is no numeric"):
+    with pytest.raises(ConfigError, match="teacher.max_regions: not a numeric"):
         check_sweep(config, {"teacher.max_regions": [4, 8]})
 
 
@@ -169,9 +172,9 @@ def test_teacher_params_are_sweepable_and_teacher_options_are_not():
     [
         (
             ["--sweep", "loop.num_envs=2,4"],
-            "error: --sweep loop.num_envs: is no numeric hyperparameter leaf of the agent or "
-            "teacher: it changes array shapes or the compiled program, so it cannot share one "
-            "compiled program; run one config per value",
+            "error: --sweep loop.num_envs: not a numeric hyperparameter (pytree leaf) of the "
+            "agent or teacher: it changes array shapes or the compiled program, so it cannot "
+            "share one compiled program; run one config per value",
         ),
         (["--sweep", "agent.learning_rate="], "--sweep agent.learning_rate: empty value"),
         (["--sweep", "agent.learning_rate=1e-3", "--max-minutes", "1"], "not to --sweep"),
