@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import time
 import weakref
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from acl.checkpoint import (
     truncate_run_files,
 )
 from acl.config import ExperimentConfig
+from acl.loggers import Logger
 from acl.results import (
     RunDir,
     format_mean_se,
@@ -80,6 +82,24 @@ def _check_finite(metrics: ChunkMetrics, first_iteration: int, seeds: list[int])
             )
 
 
+def write_chunk(
+    run_dir: RunDir, trainer: Trainer, metrics: ChunkMetrics, chunk: int, seeds: list[int]
+) -> list[dict]:
+    """Append one chunk (host arrays with a leading seed axis) to the run directory:
+    metrics.csv rows, tasks.csv, the teacher snapshot. Returns the rows written."""
+    rows = _rows(metrics, chunk, seeds, trainer.test_task_names)
+    run_dir.append_metrics(rows)
+    run_dir.append_tasks(chunk, seeds, np.asarray(metrics.tasks), task_names(trainer))
+    run_dir.write_teacher_snapshot(chunk, metrics.teacher_snapshot)
+    return rows
+
+
+def task_names(trainer: Trainer) -> tuple[str, ...]:
+    """The env's task dimension names (tasks.csv's columns)."""
+    space = trainer.env.task_space
+    return space.names or tuple(f"task_{i}" for i in range(space.dim))
+
+
 def time_limit_line(summary: dict) -> str | None:
     """One line on a run stopped by `max_seconds` (steps reached, steps/s, the projected
     full-run time), or None for a run that finished."""
@@ -117,6 +137,7 @@ def run_experiment(
     trainer: Trainer | None = None,
     max_seconds: float | None = None,
     resume: bool = False,
+    loggers: Sequence[Logger] = (),
 ) -> dict:
     """Train all seeds of `config` as one vmap; write the run directory; return the summary.
 
@@ -130,6 +151,9 @@ def run_experiment(
     checkpoint (from the start if it has none); `config` must be the run's own. SIGINT and
     SIGTERM stop the run after its current chunk with a checkpoint saved
     (`RunInterrupted`); a second SIGINT stops it at once.
+
+    `loggers` (acl.loggers) are handed each chunk after the run directory has it; the
+    caller closes them.
     """
     if max_seconds is not None and not max_seconds >= 0:
         raise ValueError(f"max_seconds must be >= 0, got {max_seconds}")
@@ -141,9 +165,6 @@ def run_experiment(
     else:
         run_dir.write_config(config.to_dict(), seeds)
         run_dir.clear_outputs()
-    names = trainer.env.task_space.names or tuple(
-        f"task_{i}" for i in range(trainer.env.task_space.dim)
-    )
     every = config.loop.checkpoint_every
     checkpoints = RunCheckpoints(run_dir.path, config.loop.keep_checkpoints) if every else None
 
@@ -189,9 +210,9 @@ def run_experiment(
                 first_iteration = int(carry.iteration)
                 carry, metrics = run_chunk(carry)
                 metrics = jax.device_get(metrics)
-                run_dir.append_metrics(_rows(metrics, chunk, seeds, trainer.test_task_names))
-                run_dir.append_tasks(chunk, seeds, np.asarray(metrics.tasks), names)
-                run_dir.write_teacher_snapshot(chunk, metrics.teacher_snapshot)
+                rows = write_chunk(run_dir, trainer, metrics, chunk, seeds)
+                for logger in loggers:
+                    logger.log_chunk(chunk, rows, metrics)
                 try:
                     _check_finite(metrics, first_iteration, seeds)
                 except TrainingDiverged as err:
@@ -229,6 +250,20 @@ def run_experiment(
     wall_seconds, compile_seconds = so_far.wall_seconds, so_far.compile_seconds
     run_dir.save_agent(jax.device_get(carry.seed.agent_state))
 
+    summary = run_summary(config, trainer, final, seeds, wall_seconds, compile_seconds)
+    write_summary_and_plot(run_dir, config, summary)
+    return summary
+
+
+def run_summary(
+    config: ExperimentConfig,
+    trainer: Trainer,
+    final: ChunkMetrics,
+    seeds: list[int],
+    wall_seconds: float,
+    compile_seconds: float,
+) -> dict:
+    """summary.json of a run whose last chunk's metrics (host arrays [S, ...]) are `final`."""
     mastered_mean, mastered_se = mean_se(final.eval_pct_mastered)
     return_mean, return_se = mean_se(final.eval_mean_return)
     env_steps = int(final.env_steps[0])
@@ -266,10 +301,15 @@ def run_experiment(
             "sampled_attempts": config.eval.sampled_attempts,
         }
         summary.update(per_task_summary(final, trainer.test_task_names))
+    return summary
+
+
+def write_summary_and_plot(run_dir: RunDir, config: ExperimentConfig, summary: dict) -> None:
+    """summary.json and learning_curve.png (from metrics.csv)."""
+    seeds = summary["seeds"]
     run_dir.write_summary(summary)
     plot_learning_curves(
         {f"{config.teacher.name} ({len(seeds)} seeds)": run_dir.read_metrics()},
         run_dir.path / "learning_curve.png",
         title=f"{config.env.name}: {config.teacher.name} teacher, {config.agent.name}",
     )
-    return summary

@@ -307,6 +307,20 @@ def specs(cls: Any) -> dict[str, HParam]:
     return out
 
 
+def leaf_specs(obj: Any) -> dict[str, HParam]:
+    """Key -> declaration of the hyperparameters of `obj` (a dataclass or an instance)
+    that are pytree leaves: the fields of a flax struct, and those of a holder's `nested`
+    params structs. The keys a vmap can sweep (acl.sweep); the others are static."""
+    own = getattr(obj, "_flax_dataclass", False)
+    out: dict[str, HParam] = {}
+    for f in dataclasses.fields(obj):
+        if own and _SPEC in f.metadata:
+            out[f.name] = f.metadata[_SPEC]
+        elif _NESTED in f.metadata:
+            out.update(leaf_specs(f.metadata[_NESTED]))
+    return out
+
+
 def config_keys(*classes: Any) -> frozenset[str]:
     """The config keys declared by `classes` together."""
     keys: set[str] = set()
@@ -424,6 +438,7 @@ __all__ = [
     "declare",
     "did_you_mean",
     "hparam",
+    "leaf_specs",
     "leaves",
     "nested",
     "spec",

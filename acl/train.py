@@ -51,6 +51,9 @@ class SeedCarry:
     reinit_every: jax.Array | None = None
     """int32 iterations between re-initialisations of the student (0: never), when the
     run gives it as data (`RunData`); constant over the run."""
+    agent_hyper: Any = None
+    """The agent's numeric hyperparameters when the run gives them as data (`RunData`):
+    kept here so that a re-initialised student gets them back."""
 
 
 @struct.dataclass
@@ -63,6 +66,9 @@ class RunData:
     reinit_every: jax.Array | None = None
     """int32 iterations between re-initialisations of the student, 0 = never; None: the
     config's static `loop.reinit_every`."""
+    agent_hyper: Any = None
+    """The agent's numeric hyperparameters, a struct of leaves that replaces the `hyper`
+    of the state its `init` returns (a sweep, acl.sweep); None: the agent's own."""
 
 
 @struct.dataclass
@@ -152,8 +158,11 @@ class Trainer:
 
     # -- the loop --------------------------------------------------------------------
 
-    def init_agent(self, key):
-        return self.agent.init(key, self.env.observation_space(), self.env.action_space())
+    def init_agent(self, key, hyper: Any = None):
+        """The agent's initial state, with `hyper` as its numeric hyperparameters (None:
+        the agent's own)."""
+        state = self.agent.init(key, self.env.observation_space(), self.env.action_space())
+        return state if hyper is None else state.replace(hyper=hyper)
 
     def init(self, key: jax.Array, data: RunData | None = None) -> LoopCarry:
         data = RunData() if data is None else data
@@ -163,7 +172,7 @@ class Trainer:
                 "give one of them"
             )
         agent_key, teacher_key, sample_key, reset_key, loop_key = jax.random.split(key, 5)
-        agent_state = self.init_agent(agent_key)
+        agent_state = self.init_agent(agent_key, data.agent_hyper)
         params = data.teacher_params
         if params is None:
             params = self.teacher.default_params()
@@ -175,7 +184,9 @@ class Trainer:
             reinit_every = jnp.asarray(reinit_every, jnp.int32)
         return LoopCarry(
             iteration=jnp.zeros((), jnp.int32),
-            seed=SeedCarry(agent_state, teacher_state, slots, loop_key, reinit_every),
+            seed=SeedCarry(
+                agent_state, teacher_state, slots, loop_key, reinit_every, data.agent_hyper
+            ),
         )
 
     def _reinit_due(self, seed: SeedCarry, iteration: jax.Array) -> jax.Array | None:
@@ -244,7 +255,7 @@ class Trainer:
         due = self._reinit_due(seed, iteration)
         if due is not None:
             agent_state = jax.lax.cond(
-                due, lambda: self.init_agent(reinit_key), lambda: agent_state
+                due, lambda: self.init_agent(reinit_key, seed.agent_hyper), lambda: agent_state
             )
         stats = {
             **episode_stats,
@@ -254,7 +265,10 @@ class Trainer:
             # The env's own columns: what the instances ran.
             "tasks": tasks[: self.tasks_per_iteration, : self.env_task_dim],
         }
-        return SeedCarry(agent_state, teacher_state, slots, key, seed.reinit_every), stats
+        seed = SeedCarry(
+            agent_state, teacher_state, slots, key, seed.reinit_every, seed.agent_hyper
+        )
+        return seed, stats
 
     def run_iterations(self, carry: LoopCarry, count: int) -> tuple[LoopCarry, dict]:
         """`count` loop iterations (rollout, teacher, agent update), no evaluation.
@@ -319,7 +333,7 @@ class Trainer:
 
     def carry_axes_for(self, data_axis: int | None) -> LoopCarry:
         """vmap axes with the run's `RunData` batched (0) or shared (None)."""
-        return LoopCarry(iteration=None, seed=SeedCarry(0, 0, 0, 0, data_axis))
+        return LoopCarry(iteration=None, seed=SeedCarry(0, 0, 0, 0, data_axis, data_axis))
 
     def seed_keys(self) -> jax.Array:
         c = self.config

@@ -1,8 +1,11 @@
 """Run one experiment: python -m experiments.run --config experiments/configs/NAME.yaml
 [--preset NAME] [--set key=value ...] [--seeds N] [--out DIR]
+[--sweep key=v1,v2,... ...] [--log tensorboard|wandb]
 
 `--preset NAME` merges the config's `presets: {NAME: {...}}` section (e.g. a `cpu`
-budget) before the `--set` overrides.
+budget) before the `--set` overrides. `--sweep` runs every combination of the swept
+numeric hyperparameters x seeds as one compiled program (acl.sweep); `--log` mirrors the
+run directory to TensorBoard or offline Weights & Biases (acl.loggers).
 
 Continue a run that was killed or stopped by --max-minutes: python -m experiments.run
 --resume RUN_DIR (its config is the run's own; only loop.checkpoint_every and
@@ -58,6 +61,22 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="wall-clock budget, compile included: no evaluation chunk starts after it; "
         "the summary then projects the full run's time",
     )
+    parser.add_argument(
+        "--sweep",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2,...",
+        help="sweep a numeric agent or teacher hyperparameter, e.g. "
+        "agent.learning_rate=1e-4,3e-4,1e-3; repeat to cross several; all combinations x "
+        "seeds run as one program, each into OUT/<key=value>",
+    )
+    parser.add_argument(
+        "--log",
+        action="append",
+        default=[],
+        choices=("tensorboard", "wandb"),
+        help="also log to TensorBoard (RUN_DIR/tensorboard) or offline W&B (RUN_DIR/wandb)",
+    )
     args = parser.parse_args(argv)
     if (args.config is None) == (args.resume is None):
         parser.error("give one of --config and --resume")
@@ -68,6 +87,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                 ("--preset", args.preset),
                 ("--seeds", args.seeds),
                 ("--out", args.out),
+                ("--sweep", args.sweep or None),
             )
             if value is not None
         ]
@@ -78,10 +98,40 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
+def sweep_main(args: argparse.Namespace) -> int:
+    """`--sweep`: run_sweep, then its table."""
+    from acl.config import load_config
+    from acl.results import enable_compilation_cache
+    from acl.sweep import SWEEP_FILE, format_sweep, parse_sweep, run_sweep
+
+    try:
+        if args.max_minutes is not None:
+            raise ConfigError("--max-minutes applies to single runs, not to --sweep")
+        config = load_config(args.config, args.overrides, args.seeds, args.preset)
+        out = Path(args.out or Path("runs") / f"{config.name}-sweep")
+        check_run_dir(out)
+        sweep = parse_sweep(args.sweep)
+        enable_compilation_cache()
+        rows = run_sweep(config, sweep, out, progress=not args.no_progress, log=args.log)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(format_sweep(rows))
+    for row in rows:
+        if row["diverged"]:
+            print(f"{row['run_dir']} diverged: {row['diverged']}")
+    print(f"sweep table: {out / SWEEP_FILE}")
+    return 0
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.sweep:
+        return sweep_main(args)
     from acl.build import build_components
     from acl.config import load_config
+    from acl.experiment import task_names
+    from acl.loggers import close_all, make_loggers
     from acl.train import Trainer
 
     try:
@@ -100,6 +150,7 @@ def main(argv=None) -> int:
             out = Path(args.out or Path("runs") / config.name)
             check_run_dir(out)
         trainer = Trainer(config, build_components(config))  # builds the test set too
+        loggers = make_loggers(args.log, out, config, task_names(trainer))
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -117,6 +168,7 @@ def main(argv=None) -> int:
             trainer=trainer,
             max_seconds=None if args.max_minutes is None else 60 * args.max_minutes,
             resume=args.resume is not None,
+            loggers=loggers,
         )
     except TrainingDiverged as err:
         print(f"error: {err}", file=sys.stderr)
@@ -124,6 +176,8 @@ def main(argv=None) -> int:
     except RunInterrupted as stop:
         print(f"{stop}\nresume with: python -m experiments.run --resume {out}", file=sys.stderr)
         return 128 + stop.signum
+    finally:
+        close_all(loggers)
     row = {
         "env": summary["env"],
         "teacher": summary["teacher"],
