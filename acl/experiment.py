@@ -64,7 +64,7 @@ def _rows(
     return rows
 
 
-def _check_finite(metrics: ChunkMetrics, first_iteration: int, seeds: list[int]) -> None:
+def check_finite(metrics: ChunkMetrics, first_iteration: int, seeds: list[int]) -> None:
     loss = np.asarray(metrics.loss)  # [S, iterations]
     bad = ~np.isfinite(loss)
     if bad.any():
@@ -214,7 +214,7 @@ def run_experiment(
                 for logger in loggers:
                     logger.log_chunk(chunk, rows, metrics)
                 try:
-                    _check_finite(metrics, first_iteration, seeds)
+                    check_finite(metrics, first_iteration, seeds)
                 except TrainingDiverged as err:
                     raise TrainingDiverged(f"{err}; metrics so far are in {run_dir.path}") from None
                 final, done = metrics, chunk + 1

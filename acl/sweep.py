@@ -40,7 +40,7 @@ from acl.config import ExperimentConfig, parse_config
 from acl.errors import ConfigError
 from acl.experiment import (
     TrainingDiverged,
-    _check_finite,
+    check_finite,
     run_summary,
     task_names,
     write_chunk,
@@ -299,7 +299,7 @@ def _run(plan: SweepPlan, run_dirs: list[RunDir], seeds: list[int], loggers, pro
             finals[index] = share
             if diverged[index] is None:
                 try:
-                    _check_finite(share, first_iteration, seeds)
+                    check_finite(share, first_iteration, seeds)
                 except TrainingDiverged as err:
                     diverged[index] = str(err)
         best = np.nanmax([np.mean(f.eval_pct_mastered) for f in finals])
