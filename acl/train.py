@@ -321,9 +321,11 @@ class Trainer:
         """vmap axes with the run's `RunData` batched (0) or shared (None)."""
         return LoopCarry(iteration=None, seed=SeedCarry(0, 0, 0, 0, data_axis))
 
-    def seed_keys(self) -> jax.Array:
+    def seed_keys(self, count: int | None = None) -> jax.Array:
+        """Keys of seeds `config.seed`, `+ 1`, ...: `count` of them (None: num_seeds)."""
         c = self.config
-        return jnp.stack([jax.random.PRNGKey(c.seed + i) for i in range(c.num_seeds)])
+        count = c.num_seeds if count is None else count
+        return jnp.stack([jax.random.PRNGKey(c.seed + i) for i in range(count)])
 
     def jit_init_seeds(self, data_axis: int | None = None):
         """jit(vmap(init)) over seed keys [S] and an optional `RunData`, shared by all
