@@ -12,6 +12,7 @@ from tqdm.auto import tqdm
 
 from acl.build import make_train, run_data
 from acl.config import ExperimentConfig
+from acl.devices import SeedSharding
 from acl.results import (
     RunDir,
     format_mean_se,
@@ -88,6 +89,7 @@ def run_experiment(
     progress: bool = True,
     trainer: Trainer | None = None,
     max_seconds: float | None = None,
+    devices: int | None = None,
 ) -> dict:
     """Train all seeds of `config` as one vmap; write the run directory; return the summary.
 
@@ -95,10 +97,14 @@ def run_experiment(
     spent, so a run at published scale can be sampled for the time a machine is lent;
     the summary then says so (`stopped_at_time_limit`) and projects the full run's time
     from the measured steps/s.
+
+    `devices`: how many devices the seeds are split over (None: all; acl.devices, which
+    says how seeds that do not divide evenly are padded).
     """
     if max_seconds is not None and not max_seconds >= 0:
         raise ValueError(f"max_seconds must be >= 0, got {max_seconds}")
     trainer = trainer or make_train(config)
+    sharding = SeedSharding.create(trainer, devices)  # a bad count fails before any write
     run_dir = RunDir(out)
     seeds = [config.seed + i for i in range(config.num_seeds)]
     run_dir.write_config(config.to_dict(), seeds)
@@ -107,12 +113,12 @@ def run_experiment(
     )
 
     start = time.perf_counter()
-    keys = trainer.seed_keys()
+    keys = sharding.seed_keys()
     # A challenged run hands the challenge's data (shared by all seeds) to init.
     data = run_data(trainer)
-    init = trainer.jit_init_seeds().lower(keys, data).compile()
+    init = sharding.jit_init_seeds().lower(keys, data).compile()
     carry = init(keys, data)
-    run_chunk = trainer.jit_run_chunk_seeds().lower(carry).compile()
+    run_chunk = sharding.jit_run_chunk_seeds().lower(carry).compile()
     compile_seconds = time.perf_counter() - start
 
     bar = tqdm(
@@ -129,7 +135,7 @@ def run_experiment(
                 break
         first_iteration = int(carry.iteration)
         carry, metrics = run_chunk(carry)
-        metrics = jax.device_get(metrics)
+        metrics = sharding.real_seeds(jax.device_get(metrics))
         run_dir.append_metrics(_rows(metrics, chunk, seeds, trainer.test_task_names))
         run_dir.append_tasks(chunk, seeds, np.asarray(metrics.tasks), names)
         run_dir.write_teacher_snapshot(chunk, metrics.teacher_snapshot)
@@ -144,7 +150,7 @@ def run_experiment(
         )
     bar.close()
     wall_seconds = time.perf_counter() - start
-    run_dir.save_agent(jax.device_get(carry.seed.agent_state))
+    run_dir.save_agent(sharding.real_seeds(jax.device_get(carry.seed.agent_state)))
 
     mastered_mean, mastered_se = mean_se(final.eval_pct_mastered)
     return_mean, return_se = mean_se(final.eval_mean_return)
@@ -166,6 +172,7 @@ def run_experiment(
         "compile_seconds": compile_seconds,
         "env_steps_per_second": env_steps * len(seeds) / max(wall_seconds - compile_seconds, 1e-9),
         "test_tasks": int(trainer.test_tasks.shape[0]),
+        "devices": sharding.devices,
     }
     planned_steps = trainer.num_chunks * trainer.steps_per_chunk
     if env_steps < planned_steps:

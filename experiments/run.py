@@ -38,6 +38,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--out", default=None, help="run directory (default runs/<name>)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument(
+        "--devices",
+        type=int,
+        default=None,
+        help="split the seeds over this many devices (default: all); seeds that do not "
+        "divide evenly are padded with extra seeds whose results are dropped "
+        "(docs/scaling.md)",
+    )
+    parser.add_argument(
         "--max-minutes",
         type=float,
         default=None,
@@ -51,6 +59,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     from acl.build import build_components
     from acl.config import load_config
+    from acl.devices import device_mesh
     from acl.train import Trainer
 
     try:
@@ -61,6 +70,7 @@ def main(argv=None) -> int:
         out = Path(args.out or Path("runs") / config.name)
         check_run_dir(out)
         trainer = Trainer(config, build_components(config))  # builds the test set too
+        device_mesh(args.devices)  # more --devices than JAX sees fails here, before the run
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -76,6 +86,7 @@ def main(argv=None) -> int:
             progress=not args.no_progress,
             trainer=trainer,
             max_seconds=None if args.max_minutes is None else 60 * args.max_minutes,
+            devices=args.devices,
         )
     except TrainingDiverged as err:
         print(f"error: {err}", file=sys.stderr)
