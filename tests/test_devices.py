@@ -155,3 +155,11 @@ def test_vmap_axes_become_seed_specs():
     assert specs.seed.agent_state == PartitionSpec("seeds")
     with pytest.raises(ValueError, match="leading seed axes"):
         axes_to_specs((1,))
+
+
+def test_bench_devices_counts_double_up_to_every_device():
+    from experiments.bench_devices import default_counts
+
+    assert default_counts(1) == [1]
+    assert default_counts(4) == [1, 2, 4]
+    assert default_counts(6) == [1, 2, 4, 6]
