@@ -1,20 +1,26 @@
-"""Seeds over devices: the vmapped seed axis of the loop, split over a device mesh.
+"""A run over several devices: its seeds, or each seed's env instances, split over a
+one-axis device mesh (`jax.sharding.Mesh`) by `jax.shard_map`.
 
-    sharding = SeedSharding.create(trainer, devices=4)
-    keys = sharding.seed_keys()                      # [S'] keys, S' a multiple of 4
-    carry = sharding.jit_init_seeds()(keys, data)
-    carry, metrics = sharding.jit_run_chunk_seeds()(carry)
-    metrics = sharding.real_seeds(jax.device_get(metrics))   # the first S seeds
+    layout = DeviceLayout.create(trainer, devices=4)
+    keys = layout.seed_keys()                       # [S'] keys, S' a multiple of 4
+    carry = layout.jit_init_seeds()(keys, data)
+    carry, metrics = layout.jit_run_chunk_seeds()(carry)
+    metrics = layout.real_seeds(jax.device_get(metrics))    # the first S seeds
 
-Each device runs the same vmap the single-device loop runs, over its S'/N seeds
-(`jax.shard_map` over a one-axis `jax.sharding.Mesh`); the iteration counter and a
-shared `RunData` are replicated. Seeds never talk to each other, so the program holds
-no collective. S seeds over N devices: when N does not divide S, the seed axis is
-padded to the next multiple of N with the seeds that a larger run would have
-(`config.seed + S`, `+ S + 1`, ...); their results are dropped by `real_seeds`. A
-seed's result does not depend on the seeds beside it (tests/test_devices.py checks it
-bit for bit on CPU), so a padded or sharded run gives every real seed the metrics of
-the single-device run.
+Seeds (the default): each device runs the single-device loop's vmap over its S'/N
+seeds; the iteration counter and a shared `RunData` are replicated. Seeds never talk to
+each other, so the program holds no collective. When N does not divide S, the seed axis
+is padded to the next multiple of N with the seeds a larger run would have
+(`config.seed + S`, `+ S + 1`, ...), and `real_seeds` drops their results. A seed's
+result does not depend on the seeds beside it except for float32 round-off: on XLA's
+CPU backend a seed run alone and beside 7 others ends with params one ulp or so apart
+(programs of other batch shapes reduce in other orders), while returns, episodes and
+tasks of a short run stay equal (tests/test_devices.py).
+
+Env instances (`loop.shard_envs`): each device runs all S seeds, each with num_envs / N
+of its instances (`Trainer.with_env_shards`); agent and teacher state are replicated,
+the agent's update averages gradients over the devices and the teacher reads every
+device's feedback.
 
 One device (the default on a one-device machine) takes the single-device path
 unchanged: `Trainer.jit_init_seeds` and `jit_run_chunk_seeds`, no mesh.
@@ -30,10 +36,12 @@ import numpy as np
 from jax.sharding import Mesh, PartitionSpec
 
 from acl.errors import ConfigError
-from acl.train import Trainer
+from acl.train import LoopCarry, SeedCarry, Trainer
 
 SEED_AXIS = "seeds"
-"""The mesh axis the seed axis is split over."""
+"""The mesh axis the seeds are split over."""
+ENV_AXIS = "envs"
+"""The mesh axis each seed's instances are split over (`loop.shard_envs`)."""
 
 
 def device_mesh(devices: int | None = None, axis: str = SEED_AXIS) -> Mesh:
@@ -69,6 +77,16 @@ def axes_to_specs(axes: Any, axis: str = SEED_AXIS) -> Any:
     return jax.tree.map(spec, axes, is_leaf=lambda a: a is None)
 
 
+def env_specs(axis: str = ENV_AXIS) -> LoopCarry:
+    """shard_map specs of a LoopCarry ([S, ...] leaves) with instances split over `axis`:
+    the slots' [S, N, ...] on their instance axis, all else replicated."""
+    shared = PartitionSpec()
+    return LoopCarry(
+        iteration=shared,
+        seed=SeedCarry(shared, shared, PartitionSpec(None, axis), shared, shared),
+    )
+
+
 def pad_leading(tree: Any, size: int) -> Any:
     """Each leaf's leading axis padded to `size` by repeating its last row."""
 
@@ -81,8 +99,8 @@ def pad_leading(tree: Any, size: int) -> Any:
 
 
 @dataclass(frozen=True)
-class SeedSharding:
-    """How one run's seeds are laid out over devices; see the module docstring."""
+class DeviceLayout:
+    """How one run is laid out over devices; see the module docstring."""
 
     trainer: Trainer
     mesh: Mesh | None
@@ -90,15 +108,32 @@ class SeedSharding:
     num_seeds: int
     """The run's seeds (`config.num_seeds`)."""
     padded_seeds: int
-    """Seeds actually run: `num_seeds` rounded up to a multiple of the devices."""
+    """Seeds actually run: with seeds split, `num_seeds` rounded up to a multiple of the
+    devices."""
+    shard_envs: bool = False
+    """Instances split over the devices instead of seeds (`loop.shard_envs`)."""
 
     @classmethod
-    def create(cls, trainer: Trainer, devices: int | None = None) -> SeedSharding:
-        """The layout of `trainer`'s seeds over `devices` (None: every device)."""
-        mesh = device_mesh(devices)
-        count = mesh.devices.size
+    def create(cls, trainer: Trainer, devices: int | None = None) -> DeviceLayout:
+        """The layout of `trainer`'s run over `devices` (None: every device)."""
+        shard_envs = trainer.config.loop.shard_envs
+        mesh = device_mesh(devices, ENV_AXIS if shard_envs else SEED_AXIS)
+        count = int(mesh.devices.size)
         seeds = trainer.config.num_seeds
-        return cls(trainer, mesh if count > 1 else None, seeds, padded_count(seeds, count))
+        if count == 1:
+            return cls(trainer, None, seeds, seeds)
+        if shard_envs:
+            sharded = trainer.with_env_shards(ENV_AXIS, count)  # checks the split
+            minibatches = getattr(trainer.agent, "config", None)
+            minibatches = getattr(minibatches, "num_minibatches", 1)
+            if (sharded.local_envs * trainer.num_steps) % minibatches:
+                raise ConfigError(
+                    f"loop.shard_envs: agent.num_minibatches ({minibatches}) must divide "
+                    f"each device's num_envs / devices * num_steps "
+                    f"({sharded.local_envs * trainer.num_steps})"
+                )
+            return cls(sharded, mesh, seeds, seeds, shard_envs=True)
+        return cls(trainer, mesh, seeds, padded_count(seeds, count))
 
     @property
     def devices(self) -> int:
@@ -118,22 +153,31 @@ class SeedSharding:
             return tree
         return jax.tree.map(lambda x: x[: self.num_seeds], tree)
 
-    def _sharded(self, fn, in_axes, out_axes):
+    def _sharded(self, fn, in_specs, out_specs):
         return jax.jit(
             jax.shard_map(
                 fn,
                 mesh=self.mesh,
-                in_specs=axes_to_specs(in_axes),
-                out_specs=axes_to_specs(out_axes),
+                in_specs=in_specs,
+                out_specs=out_specs,
                 # The loop's scans carry values that start shared (zeros) and become
-                # per-seed; the check would reject them. Nothing here is a collective, and
-                # the only replicated outputs (iteration, RunData) never mix in a seed.
+                # per-device; the check would reject them. Replicated outputs are equal
+                # on every device by construction: they mix in no device's own data
+                # unless through a psum or all_gather.
                 check_vma=False,
             )
         )
 
+    def _carry_specs(self, data_axis: int | None) -> LoopCarry:
+        if self.shard_envs:
+            return env_specs()
+        return axes_to_specs(self.trainer.carry_axes_for(data_axis))
+
+    def _data_spec(self, data_axis: int | None) -> Any:
+        return PartitionSpec() if self.shard_envs else axes_to_specs(data_axis)
+
     def jit_init_seeds(self, data_axis: int | None = None):
-        """`Trainer.jit_init_seeds` with the seed axis split over the mesh."""
+        """`Trainer.jit_init_seeds` laid out over the mesh."""
         if self.mesh is None:
             return self.trainer.jit_init_seeds(data_axis)
         axes = self.trainer.carry_axes_for(data_axis)
@@ -141,12 +185,17 @@ class SeedSharding:
         def init_seeds(keys: jax.Array, data=None):
             return jax.vmap(self.trainer.init, in_axes=(0, data_axis), out_axes=axes)(keys, data)
 
-        return self._sharded(init_seeds, (0, data_axis), axes)
+        keys_spec = PartitionSpec() if self.shard_envs else PartitionSpec(SEED_AXIS)
+        return self._sharded(
+            init_seeds, (keys_spec, self._data_spec(data_axis)), self._carry_specs(data_axis)
+        )
 
     def jit_run_chunk_seeds(self, data_axis: int | None = None):
-        """`Trainer.jit_run_chunk_seeds` with the seed axis split over the mesh."""
+        """`Trainer.jit_run_chunk_seeds` laid out over the mesh."""
         if self.mesh is None:
             return self.trainer.jit_run_chunk_seeds(data_axis)
         axes = self.trainer.carry_axes_for(data_axis)
         run = jax.vmap(self.trainer.run_chunk, in_axes=(axes,), out_axes=(axes, 0))
-        return self._sharded(run, (axes,), (axes, 0))
+        carry = self._carry_specs(data_axis)
+        metrics = PartitionSpec() if self.shard_envs else PartitionSpec(SEED_AXIS)
+        return self._sharded(run, (carry,), (carry, metrics))

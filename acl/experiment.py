@@ -12,7 +12,7 @@ from tqdm.auto import tqdm
 
 from acl.build import make_train, run_data
 from acl.config import ExperimentConfig
-from acl.devices import SeedSharding
+from acl.devices import DeviceLayout
 from acl.results import (
     RunDir,
     format_mean_se,
@@ -104,7 +104,7 @@ def run_experiment(
     if max_seconds is not None and not max_seconds >= 0:
         raise ValueError(f"max_seconds must be >= 0, got {max_seconds}")
     trainer = trainer or make_train(config)
-    sharding = SeedSharding.create(trainer, devices)  # a bad count fails before any write
+    sharding = DeviceLayout.create(trainer, devices)  # a bad count fails before any write
     run_dir = RunDir(out)
     seeds = [config.seed + i for i in range(config.num_seeds)]
     run_dir.write_config(config.to_dict(), seeds)

@@ -48,13 +48,13 @@ def worker(devices: int, overrides: list[str], seeds: int | None, repeats: int) 
     from acl.benchmark.timing import time_call
     from acl.build import make_train, run_data
     from acl.config import apply_overrides, parse_config
-    from acl.devices import SeedSharding
+    from acl.devices import DeviceLayout
 
     data = apply_overrides(CONFIG, overrides)
     if seeds is not None:
         data["num_seeds"] = seeds
     trainer = make_train(parse_config(data))
-    sharding = SeedSharding.create(trainer, devices)
+    sharding = DeviceLayout.create(trainer, devices)
     start = time.perf_counter()
     keys, run = sharding.seed_keys(), run_data(trainer)
     carry = sharding.jit_init_seeds().lower(keys, run).compile()(keys, run)

@@ -116,22 +116,16 @@ def test_a_seed_does_not_depend_on_the_seeds_beside_it(runs):
 
 
 def test_seeds_split_over_four_devices_give_the_one_device_metrics(runs):
-    one, sharded = metrics(runs / "one_device"), metrics(runs / "sharded")
-    assert set(sharded.seed) == set(range(RUNS["sharded"][0]))
-    assert_same_seeds(sharded, one)
-    assert_same_params(agent_params(runs / "sharded"), agent_params(runs / "one_device"))
-    assert not np.array_equal(one[one.seed == 0].agent_loss, one[one.seed == 1].agent_loss)
-
-
-def test_padding_seeds_are_run_and_dropped(runs):
-    seeds = RUNS["padded"][0]
-    padded = metrics(runs / "padded")
-    assert set(padded.seed) == set(range(seeds)), "the padding seeds must not be written"
-    one = metrics(runs / "one_device")
-    assert_same_seeds(padded, one[one.seed < seeds].reset_index(drop=True))
+    """6 seeds over 4 devices, padded to 8 (2 per device): the first 6 seeds of the
+    one-device run; the padding seeds are neither written nor saved."""
+    seeds = RUNS["sharded"][0]
+    sharded, one = metrics(runs / "sharded"), metrics(runs / "one_device")
+    assert set(sharded.seed) == set(range(seeds)), "the padding seeds must not be written"
+    assert_same_seeds(sharded, one[one.seed < seeds].reset_index(drop=True))
     first = [p[:seeds] for p in agent_params(runs / "one_device")]
-    assert_same_params(agent_params(runs / "padded"), first)
-    summary = pd.read_json(runs / "padded" / "summary.json", typ="series")
+    assert_same_params(agent_params(runs / "sharded"), first)
+    assert not np.array_equal(one[one.seed == 0].agent_loss, one[one.seed == 1].agent_loss)
+    summary = json.loads((runs / "sharded" / "summary.json").read_text())
     assert summary["devices"] == DEVICES and summary["seeds"] == list(range(seeds))
 
 
@@ -163,3 +157,47 @@ def test_bench_devices_counts_double_up_to_every_device():
     assert default_counts(1) == [1]
     assert default_counts(4) == [1, 2, 4]
     assert default_counts(6) == [1, 2, 4, 6]
+
+
+def test_instances_split_over_devices_give_the_one_device_first_update(runs):
+    """PPO's update on a rollout whose 8 instances are split over 4 devices, gradients
+    summed over them: the params of one device's update within rtol 1e-5."""
+    saved = np.load(runs / "first_update.npz")
+    count = len([k for k in saved.files if k.startswith("initial_")])
+    assert count > 0
+    moved = 0.0
+    for i in range(count):
+        initial, one, sharded = (saved[f"{n}_{i}"] for n in ("initial", "one_device", "sharded"))
+        np.testing.assert_allclose(sharded, one, rtol=1e-5, atol=1e-9, err_msg=f"leaf {i}")
+        moved = max(moved, float(np.abs(one - initial).max()))
+    assert moved > 1e-5, "the update must move the params well beyond the tolerance"
+
+
+def test_sharded_envs_run_feeds_the_teacher_every_devices_episodes(runs):
+    run = runs / "shard_envs"
+    rows = metrics(run)
+    assert set(rows.seed) == {0, 1} and (rows.episodes > 0).all()
+    # Random's snapshot counts the feedback records it read over the run: all devices'.
+    last = sorted((run / "teacher").glob("eval_*.npz"))[-1]
+    seen = np.load(last)["episodes_seen"]
+    np.testing.assert_array_equal(seen, rows.groupby("seed").episodes.sum().to_numpy())
+    params = agent_params(run)
+    assert all(p.shape[0] == 2 and np.isfinite(p).all() for p in params)
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"loop": {**TINY["loop"], "num_envs": 6}}, "must be a multiple of the devices"),
+        ({"loop": {**TINY["loop"], "task_pool": 16}}, "does not take loop.task_pool"),
+        ({"agent": {"name": "dqn", "her_strategy": "none"}}, "averages gradients over devices"),
+    ],
+)
+def test_shard_envs_refuses_what_it_cannot_split(changes, message):
+    from acl.build import make_train
+    from acl.config import parse_config
+    from acl.errors import ConfigError
+
+    trainer = make_train(parse_config({**TINY, **changes}))
+    with pytest.raises(ConfigError, match=message):
+        trainer.with_env_shards("envs", 4)
