@@ -33,7 +33,7 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax.sharding import Mesh, PartitionSpec
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from acl.errors import ConfigError
 from acl.train import LoopCarry, SeedCarry, Trainer
@@ -153,20 +153,34 @@ class DeviceLayout:
             return tree
         return jax.tree.map(lambda x: x[: self.num_seeds], tree)
 
-    def _sharded(self, fn, in_specs, out_specs):
-        return jax.jit(
-            jax.shard_map(
-                fn,
-                mesh=self.mesh,
-                in_specs=in_specs,
-                out_specs=out_specs,
-                # The loop's scans carry values that start shared (zeros) and become
-                # per-device; the check would reject them. Replicated outputs are equal
-                # on every device by construction: they mix in no device's own data
-                # unless through a psum or all_gather.
-                check_vma=False,
-            )
+    def to_host(self, tree: Any) -> Any:
+        """Per-seed results as numpy, every seed's on every process (with several
+        processes a device's seeds live on its own process only), padding dropped."""
+        if jax.process_count() > 1:
+            from jax.experimental import multihost_utils
+
+            tree = multihost_utils.process_allgather(tree, tiled=True)
+        return self.real_seeds(jax.device_get(tree))
+
+    def _sharded(self, fn, in_specs, out_specs, host_args: int = 0):
+        mapped = jax.shard_map(
+            fn,
+            mesh=self.mesh,
+            in_specs=in_specs,
+            out_specs=out_specs,
+            # The loop's scans carry values that start shared (zeros) and become
+            # per-device; the check would reject them. Replicated outputs are equal on
+            # every device by construction: they mix in no device's own data unless
+            # through a psum or all_gather.
+            check_vma=False,
         )
+        if not host_args:
+            return jax.jit(mapped)
+        # The first `host_args` arguments come from the host (keys, RunData): they enter
+        # replicated, the one sharding JAX takes for host arrays of several processes,
+        # and shard_map slices them.
+        shared = NamedSharding(self.mesh, PartitionSpec())
+        return jax.jit(mapped, in_shardings=(shared,) * host_args)
 
     def _carry_specs(self, data_axis: int | None) -> LoopCarry:
         if self.shard_envs:
@@ -187,7 +201,10 @@ class DeviceLayout:
 
         keys_spec = PartitionSpec() if self.shard_envs else PartitionSpec(SEED_AXIS)
         return self._sharded(
-            init_seeds, (keys_spec, self._data_spec(data_axis)), self._carry_specs(data_axis)
+            init_seeds,
+            (keys_spec, self._data_spec(data_axis)),
+            self._carry_specs(data_axis),
+            host_args=2,
         )
 
     def jit_run_chunk_seeds(self, data_axis: int | None = None):

@@ -6,13 +6,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import jax
 import numpy as np
 from tqdm.auto import tqdm
 
 from acl.build import make_train, run_data
 from acl.config import ExperimentConfig
 from acl.devices import DeviceLayout
+from acl.distributed import SilentRunDir, writes_run_dir
 from acl.results import (
     RunDir,
     format_mean_se,
@@ -105,7 +105,7 @@ def run_experiment(
         raise ValueError(f"max_seconds must be >= 0, got {max_seconds}")
     trainer = trainer or make_train(config)
     sharding = DeviceLayout.create(trainer, devices)  # a bad count fails before any write
-    run_dir = RunDir(out)
+    run_dir = RunDir(out) if writes_run_dir() else SilentRunDir(out)  # process 0 writes
     seeds = [config.seed + i for i in range(config.num_seeds)]
     run_dir.write_config(config.to_dict(), seeds)
     names = trainer.env.task_space.names or tuple(
@@ -135,7 +135,7 @@ def run_experiment(
                 break
         first_iteration = int(carry.iteration)
         carry, metrics = run_chunk(carry)
-        metrics = sharding.real_seeds(jax.device_get(metrics))
+        metrics = sharding.to_host(metrics)
         run_dir.append_metrics(_rows(metrics, chunk, seeds, trainer.test_task_names))
         run_dir.append_tasks(chunk, seeds, np.asarray(metrics.tasks), names)
         run_dir.write_teacher_snapshot(chunk, metrics.teacher_snapshot)
@@ -150,7 +150,7 @@ def run_experiment(
         )
     bar.close()
     wall_seconds = time.perf_counter() - start
-    run_dir.save_agent(sharding.real_seeds(jax.device_get(carry.seed.agent_state)))
+    run_dir.save_agent(sharding.to_host(carry.seed.agent_state))
 
     mastered_mean, mastered_se = mean_se(final.eval_pct_mastered)
     return_mean, return_se = mean_se(final.eval_mean_return)
@@ -191,9 +191,10 @@ def run_experiment(
         }
         summary.update(per_task_summary(final, trainer.test_task_names))
     run_dir.write_summary(summary)
-    plot_learning_curves(
-        {f"{config.teacher.name} ({len(seeds)} seeds)": run_dir.read_metrics()},
-        run_dir.path / "learning_curve.png",
-        title=f"{config.env.name}: {config.teacher.name} teacher, {config.agent.name}",
-    )
+    if writes_run_dir():
+        plot_learning_curves(
+            {f"{config.teacher.name} ({len(seeds)} seeds)": run_dir.read_metrics()},
+            run_dir.path / "learning_curve.png",
+            title=f"{config.env.name}: {config.teacher.name} teacher, {config.agent.name}",
+        )
     return summary
