@@ -2,7 +2,9 @@
 [--preset NAME] [--set key=value ...] [--seeds N] [--out DIR]
 
 `--preset NAME` merges the config's `presets: {NAME: {...}}` section (e.g. a `cpu`
-budget) before the `--set` overrides."""
+budget) before the `--set` overrides. Over several processes (hosts), each runs the same
+command with `--coordinator HOST:PORT --num-processes P --process-id I`, or with
+`--distributed` where JAX detects the cluster itself (SLURM...): docs/scaling.md."""
 
 from __future__ import annotations
 
@@ -11,8 +13,8 @@ import math
 import sys
 from pathlib import Path
 
-from acl.errors import ConfigError
-from acl.results import check_run_dir, format_mean_se, format_table
+# Nothing of acl at the top: importing an env starts JAX's backend, which must wait for
+# --coordinator's jax.distributed.initialize (main imports the library after it).
 from experiments.cli import add_overrides_argument, add_seeds_argument
 
 
@@ -46,6 +48,16 @@ def parse_args(argv=None) -> argparse.Namespace:
         "(docs/scaling.md)",
     )
     parser.add_argument(
+        "--coordinator", default=None, metavar="HOST:PORT", help="process 0's address"
+    )
+    parser.add_argument("--num-processes", type=int, default=None, help="processes in all")
+    parser.add_argument("--process-id", type=int, default=None, help="this process, from 0")
+    parser.add_argument(
+        "--distributed",
+        action="store_true",
+        help="one of several processes, found by JAX's detection of the cluster (SLURM...)",
+    )
+    parser.add_argument(
         "--max-minutes",
         type=float,
         default=None,
@@ -57,9 +69,20 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    distributed = (args.coordinator, args.num_processes, args.process_id)
+    if args.distributed or any(x is not None for x in distributed):
+        from acl.distributed import initialize_processes
+
+        try:
+            initialize_processes(*distributed)
+        except (ValueError, RuntimeError) as err:  # a bad flag (ConfigError) or no cluster
+            print(f"error: {err}", file=sys.stderr)
+            return 2
     from acl.build import build_components
     from acl.config import load_config
     from acl.devices import device_mesh
+    from acl.errors import ConfigError
+    from acl.results import check_run_dir, format_mean_se, format_table
     from acl.train import Trainer
 
     try:
@@ -91,6 +114,10 @@ def main(argv=None) -> int:
     except TrainingDiverged as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    from acl.distributed import writes_run_dir
+
+    if not writes_run_dir():
+        return 0  # process 0 wrote the run directory and prints its table
     row = {
         "env": summary["env"],
         "teacher": summary["teacher"],
