@@ -285,10 +285,10 @@ class Trainer:
             self.num_steps,
             pool=pool,
         )
-        agent_batch = batch
+        teacher_batch = batch
         if self.env_axis is not None:
             # The teacher sees the iteration as one device would: [T, N], step-major.
-            batch = jax.tree.map(lambda x: self._all_instances(x, 1), batch)
+            teacher_batch = jax.tree.map(lambda x: self._all_instances(x, 1), batch)
             feedback = jax.tree.map(
                 lambda x: self._all_instances(
                     x.reshape((self.num_steps, self.local_envs) + x.shape[1:]), 1
@@ -313,12 +313,12 @@ class Trainer:
             agent_state, agent_metrics = self.agent.update(seed.agent_state, batch, update_key)
         else:
             agent_state, agent_metrics = self.agent.update(
-                seed.agent_state, agent_batch, update_key, axis_name=self.env_axis
+                seed.agent_state, batch, update_key, axis_name=self.env_axis
             )
         # A key of its own, so the agent's stream is the same with any teacher.
         teacher_key = jax.random.fold_in(update_key, 1)
         teacher_state = self.teacher.update(
-            teacher_state, teacher_key, tasks, feedback, batch, iteration
+            teacher_state, teacher_key, tasks, feedback, teacher_batch, iteration
         )
         # A real branch unless runs with different periods share a vmap.
         due = self._reinit_due(seed, iteration)
