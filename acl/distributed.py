@@ -35,13 +35,13 @@ def initialize_processes(
     given = [x is not None for x in (coordinator, num_processes, process_id)]
     if any(given) and not all(given):
         raise _config_error(
-            "--coordinator, --num-processes and --process-id go together (or give none "
-            "of them, for JAX's detection of the cluster)"
+            "coordinator, num_processes and process_id go together (or give none of "
+            "them, for JAX's detection of the cluster)"
         )
     if num_processes is not None and not 0 <= process_id < num_processes:
         raise _config_error(
-            f"--process-id must be in [0, {num_processes}) for {num_processes} "
-            f"processes, got {process_id}"
+            f"process_id must be in [0, {num_processes}) for {num_processes} processes, "
+            f"got {process_id}"
         )
     # CPU devices of different processes need a collectives library to meet at all
     # (gathering results); GPUs use NCCL whatever this says.

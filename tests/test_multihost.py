@@ -72,3 +72,22 @@ def test_two_processes_give_the_one_process_run(tmp_path):
     assert summary["devices"] == 2 and summary["seeds"] == [0, 1, 2, 3]
     assert_same_seeds(metrics(two), metrics(one))
     assert_same_params(agent_params(two), agent_params(one))
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--coordinator", "127.0.0.1:1"], "go together"),
+        (["--coordinator", "127.0.0.1:1", "--num-processes", "2", "--process-id", "2"], "[0, 2)"),
+    ],
+)
+def test_incomplete_or_wrong_process_flags_are_one_line_errors(tmp_path, capsys, flags, message):
+    from experiments import run as run_cli
+
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(TINY))
+    out = tmp_path / "run"
+    assert run_cli.main(["--config", str(config), "--out", str(out), *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+    assert not out.exists()
