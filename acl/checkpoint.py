@@ -76,10 +76,14 @@ def _pack(tree: Any) -> dict[str, Any]:
 
 
 def _unpack(template: Any, packed: dict[str, Any]) -> Any:
+    """`template`'s tree with its non-empty leaves from `packed`, its empty ones zeros."""
     leaves, treedef = jax.tree.flatten(template)
     return jax.tree.unflatten(
         treedef,
-        [packed[f"{i:05d}"] if np.size(leaf) else leaf for i, leaf in enumerate(leaves)],
+        [
+            packed[f"{i:05d}"] if np.size(leaf) else np.zeros(leaf.shape, leaf.dtype)
+            for i, leaf in enumerate(leaves)
+        ],
     )
 
 
@@ -123,8 +127,8 @@ class RunCheckpoints:
         )
 
     def restore(self, carry_template: Any, metrics_template: Any) -> tuple[Any, Any, Progress]:
-        """(carry, metrics, progress) of the newest checkpoint, shaped as the templates
-        (arrays or ShapeDtypeStructs of the same tree)."""
+        """(carry, metrics, progress) of the newest checkpoint, shaped and placed as the
+        templates (arrays or ShapeDtypeStructs of the same tree, with their shardings)."""
         step = self.latest()
         if step is None:
             raise FileNotFoundError(f"no complete checkpoint in {self.path}")
@@ -136,12 +140,21 @@ class RunCheckpoints:
                 progress=ocp.args.JsonRestore(),
             ),
         )
-        metrics = jax.device_get(_unpack(metrics_template, restored.last_eval))
         return (
             _unpack(carry_template, restored.carry),
-            metrics,
+            _unpack(metrics_template, restored.last_eval),
             Progress(**restored.progress),
         )
+
+    def latest_progress(self) -> Progress | None:
+        """The newest checkpoint's progress record alone (no arrays read); None if none."""
+        step = self.latest()
+        if step is None:
+            return None
+        restored = self._manager.restore(
+            step, args=ocp.args.Composite(progress=ocp.args.JsonRestore())
+        )
+        return Progress(**restored.progress)
 
     def wait(self) -> None:
         """Blocks until the last save is complete on disk."""

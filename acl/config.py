@@ -84,6 +84,13 @@ class LoopConfig:
     `update`). PLR (one replay decision per `sample` call), ACCEL and PAIRED score whole
     levels and run in `batch` mode, where every instance resets at the start of the
     rollout and the pool does not apply."""
+    shard_envs: bool = False
+    """Split each seed's `num_envs` instances over the run's devices instead of its seeds
+    (acl.devices, docs/scaling.md): every device holds all seeds' agent and teacher
+    state, steps num_envs / devices instances of each, and the agent's update averages
+    its gradients over devices. Each device draws its own random stream, so the run is
+    not the one-device run's bit for bit. Needs an agent with an `axis_name` update
+    (PPO) and no `task_pool`; false: devices split the seeds."""
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,9 @@ from acl.checkpoint import (
     truncate_run_files,
 )
 from acl.config import ExperimentConfig
+from acl.devices import DeviceLayout
+from acl.distributed import SilentRunDir, writes_run_dir
+from acl.errors import ConfigError
 from acl.loggers import Logger
 from acl.results import (
     RunDir,
@@ -116,16 +119,22 @@ def time_limit_line(summary: dict) -> str | None:
 _COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _compiled(trainer: Trainer, keys: jax.Array, data: Any) -> tuple[Any, Any, Any]:
-    """(init, run_chunk, the chunk metrics' shapes) of `trainer` over all seeds, compiled
-    once per trainer and argument shapes: a notebook or a test that runs one trainer again
-    (a resume, another output directory) neither traces nor compiles it again."""
+def _compiled(layout: DeviceLayout, keys: jax.Array, data: Any) -> tuple[Any, Any, Any]:
+    """(init, run_chunk, the chunk metrics' shapes) of a trainer over all seeds, compiled
+    once per trainer, device layout and argument shapes: a notebook or a test that runs
+    one trainer again (a resume, another output directory) neither traces nor compiles
+    it again."""
     signature = jax.tree.map(lambda x: (x.shape, x.dtype), (keys, data))
-    cache = _COMPILED.setdefault(trainer, {})
-    key = (jax.tree.structure(signature), tuple(jax.tree.leaves(signature)))
+    cache = _COMPILED.setdefault(layout.trainer, {})
+    key = (
+        layout.devices,
+        layout.padded_seeds,
+        jax.tree.structure(signature),
+        tuple(jax.tree.leaves(signature)),
+    )
     if key not in cache:
-        init = trainer.jit_init_seeds().lower(keys, data).compile()
-        lowered = trainer.jit_run_chunk_seeds().lower(init(keys, data))
+        init = layout.jit_init_seeds().lower(keys, data).compile()
+        lowered = layout.jit_run_chunk_seeds().lower(init(keys, data))
         cache[key] = (init, lowered.compile(), lowered.out_info[1])
     return cache[key]
 
@@ -138,6 +147,7 @@ def run_experiment(
     max_seconds: float | None = None,
     resume: bool = False,
     loggers: Sequence[Logger] = (),
+    devices: int | None = None,
 ) -> dict:
     """Train all seeds of `config` as one vmap; write the run directory; return the summary.
 
@@ -154,11 +164,15 @@ def run_experiment(
 
     `loggers` (acl.loggers) are handed each chunk after the run directory has it; the
     caller closes them.
+
+    `devices`: how many devices the seeds are split over (None: all; acl.devices, which
+    says how seeds that do not divide evenly are padded).
     """
     if max_seconds is not None and not max_seconds >= 0:
         raise ValueError(f"max_seconds must be >= 0, got {max_seconds}")
     trainer = trainer or make_train(config)
-    run_dir = RunDir(out)
+    sharding = DeviceLayout.create(trainer, devices)  # a bad count fails before any write
+    run_dir = RunDir(out) if writes_run_dir() else SilentRunDir(out)  # process 0 writes
     seeds = [config.seed + i for i in range(config.num_seeds)]
     if resume:
         run_dir.record_resume()
@@ -169,18 +183,30 @@ def run_experiment(
     checkpoints = RunCheckpoints(run_dir.path, config.loop.keep_checkpoints) if every else None
 
     start = time.perf_counter()
-    keys = trainer.seed_keys()
+    keys = sharding.seed_keys()
     # A challenged run hands the challenge's data (shared by all seeds) to init.
     data = run_data(trainer)
-    init, run_chunk, metrics_shape = _compiled(trainer, keys, data)
+    init, run_chunk, metrics_shape = _compiled(sharding, keys, data)
     carry = init(keys, data)
     compile_seconds = time.perf_counter() - start
 
-    final, done, earlier = None, 0, Progress(0, {}, 0.0, 0.0)
+    final, on_device, done, earlier = None, None, 0, Progress(0, {}, 0.0, 0.0)
+    # The carry's seed axis holds the padding seeds too: a checkpoint fits a layout with
+    # as many.
+    layout_record = {"devices": sharding.devices, "padded_seeds": sharding.padded_seeds}
     if resume:
-        if checkpoints is not None and checkpoints.latest() is not None:
-            carry, final, earlier = checkpoints.restore(carry, metrics_shape)
-            done = earlier.chunks_done
+        saved = checkpoints.latest_progress() if checkpoints is not None else None
+        if saved is not None and saved.extra.get("padded_seeds", sharding.padded_seeds) != (
+            sharding.padded_seeds
+        ):
+            raise ConfigError(
+                f"--resume: the run ran {saved.extra['padded_seeds']} seeds (padded for "
+                f"{saved.extra['devices']} devices), this layout {sharding.padded_seeds}: "
+                f"resume with --devices {saved.extra['devices']}"
+            )
+        if saved is not None:
+            carry, on_device, earlier = checkpoints.restore(carry, metrics_shape)
+            final, done = sharding.to_host(on_device), earlier.chunks_done
         truncate_run_files(run_dir.path, earlier if done else None)
 
     def spent() -> Progress:
@@ -190,6 +216,7 @@ def run_experiment(
             file_sizes=file_sizes(run_dir.path),
             wall_seconds=earlier.wall_seconds + time.perf_counter() - start,
             compile_seconds=earlier.compile_seconds + compile_seconds,
+            extra=layout_record,
         )
 
     bar = tqdm(
@@ -208,8 +235,8 @@ def run_experiment(
                     if time.perf_counter() - start >= max_seconds:
                         break
                 first_iteration = int(carry.iteration)
-                carry, metrics = run_chunk(carry)
-                metrics = jax.device_get(metrics)
+                carry, on_device = run_chunk(carry)
+                metrics = sharding.to_host(on_device)
                 rows = write_chunk(run_dir, trainer, metrics, chunk, seeds)
                 for logger in loggers:
                     logger.log_chunk(chunk, rows, metrics)
@@ -220,7 +247,7 @@ def run_experiment(
                 final, done = metrics, chunk + 1
                 if checkpoints is not None and (done % every == 0 or stop):
                     # Asynchronous: the write overlaps the next chunk.
-                    checkpoints.save(carry, metrics, spent())
+                    checkpoints.save(carry, on_device, spent())
                     saved = done
                 bar.update(1)
                 mastered, se = mean_se(metrics.eval_pct_mastered)
@@ -231,7 +258,7 @@ def run_experiment(
                     break
         if checkpoints is not None:
             if saved < done:  # stopped by the time limit between checkpoints
-                checkpoints.save(carry, final, spent())
+                checkpoints.save(carry, on_device, spent())
             checkpoints.wait()
     except BaseException:
         if checkpoints is not None:
@@ -248,9 +275,11 @@ def run_experiment(
         raise RunInterrupted(run_dir.path, done, stop.signal)
     so_far = spent()
     wall_seconds, compile_seconds = so_far.wall_seconds, so_far.compile_seconds
-    run_dir.save_agent(jax.device_get(carry.seed.agent_state))
+    run_dir.save_agent(sharding.to_host(carry.seed.agent_state))
 
-    summary = run_summary(config, trainer, final, seeds, wall_seconds, compile_seconds)
+    summary = run_summary(
+        config, trainer, final, seeds, wall_seconds, compile_seconds, sharding.devices
+    )
     write_summary_and_plot(run_dir, config, summary)
     return summary
 
@@ -262,8 +291,10 @@ def run_summary(
     seeds: list[int],
     wall_seconds: float,
     compile_seconds: float,
+    devices: int = 1,
 ) -> dict:
-    """summary.json of a run whose last chunk's metrics (host arrays [S, ...]) are `final`."""
+    """summary.json of a run whose last chunk's metrics (host arrays [S, ...]) are `final`,
+    its seeds split over `devices`."""
     mastered_mean, mastered_se = mean_se(final.eval_pct_mastered)
     return_mean, return_se = mean_se(final.eval_mean_return)
     env_steps = int(final.env_steps[0])
@@ -284,6 +315,7 @@ def run_summary(
         "compile_seconds": compile_seconds,
         "env_steps_per_second": env_steps * len(seeds) / max(wall_seconds - compile_seconds, 1e-9),
         "test_tasks": int(trainer.test_tasks.shape[0]),
+        "devices": devices,
     }
     planned_steps = trainer.num_chunks * trainer.steps_per_chunk
     if env_steps < planned_steps:
@@ -308,8 +340,9 @@ def write_summary_and_plot(run_dir: RunDir, config: ExperimentConfig, summary: d
     """summary.json and learning_curve.png (from metrics.csv)."""
     seeds = summary["seeds"]
     run_dir.write_summary(summary)
-    plot_learning_curves(
-        {f"{config.teacher.name} ({len(seeds)} seeds)": run_dir.read_metrics()},
-        run_dir.path / "learning_curve.png",
-        title=f"{config.env.name}: {config.teacher.name} teacher, {config.agent.name}",
-    )
+    if writes_run_dir():
+        plot_learning_curves(
+            {f"{config.teacher.name} ({len(seeds)} seeds)": run_dir.read_metrics()},
+            run_dir.path / "learning_curve.png",
+            title=f"{config.env.name}: {config.teacher.name} teacher, {config.agent.name}",
+        )

@@ -25,7 +25,9 @@ stays a real branch instead of becoming a select that runs both sides.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,6 +152,55 @@ class Trainer:
         # not jax: closed-over jax arrays become hidden arguments of AOT calls.
         self.test_task_names, self.test_tasks = eval_test_set(self.env, config.eval)
         self.tasks_per_iteration = max(1, loop.task_log_size // self.iterations_per_chunk)
+        self.env_axis: str | None = None
+        """Set by `with_env_shards`: the named axis this seed's instances are split over."""
+        self.local_envs = self.num_envs
+        """Instances this device steps: num_envs, or its share with `env_axis`."""
+
+    def with_env_shards(self, axis: str, shards: int) -> Trainer:
+        """This loop with each seed's `num_envs` instances split `shards` ways over the
+        named axis `axis` (`loop.shard_envs`; acl.devices maps it onto devices). Every
+        shard holds the same agent and teacher state: the teacher hands out tasks for
+        all instances and each shard plays its own; the agent's update averages its
+        gradients over `axis`; the teacher reads every shard's feedback, gathered."""
+        if self.task_pool is not None:
+            raise ConfigError(
+                "loop.shard_envs does not take loop.task_pool: the pool hands out tasks "
+                "in the order of all instances' resets, which no shard sees"
+            )
+        if "axis_name" not in inspect.signature(self.agent.update).parameters:
+            raise ConfigError(
+                f"loop.shard_envs needs an agent whose update averages gradients over "
+                f"devices (an `axis_name` argument, as PPO's); "
+                f"{type(self.agent).__name__} has none"
+            )
+        if self.num_envs % shards:
+            raise ConfigError(
+                f"loop.shard_envs: loop.num_envs ({self.num_envs}) must be a multiple of "
+                f"the devices ({shards})"
+            )
+        sharded = copy.copy(self)
+        sharded.env_axis, sharded.local_envs = axis, self.num_envs // shards
+        return sharded
+
+    def _my_instances(self, x: jax.Array, axis: int = 0) -> jax.Array:
+        """This shard's slice of a per-instance array ([..., N, ...] on `axis`)."""
+        if self.env_axis is None:
+            return x
+        start = jax.lax.axis_index(self.env_axis) * self.local_envs
+        return jax.lax.dynamic_slice_in_dim(x, start, self.local_envs, axis)
+
+    def _shard_key(self, key: jax.Array) -> jax.Array:
+        """A key of this shard's own: its instances must not replay another shard's."""
+        if self.env_axis is None:
+            return key
+        return jax.random.fold_in(key, jax.lax.axis_index(self.env_axis))
+
+    def _all_instances(self, x: jax.Array, axis: int) -> jax.Array:
+        """Every shard's instances of a per-instance array, in instance order."""
+        if self.env_axis is None:
+            return x
+        return jax.lax.all_gather(x, self.env_axis, axis=axis, tiled=True)
 
     @property
     def eval_key(self) -> jax.Array:
@@ -178,7 +229,13 @@ class Trainer:
             params = self.teacher.default_params()
         teacher_state = self.teacher.init(teacher_key, params)
         teacher_state, tasks, info = self.teacher.sample(teacher_state, sample_key, self.num_envs)
-        slots = start_slots(self.env, self.agent, reset_key, tasks, info.train_on)
+        slots = start_slots(
+            self.env,
+            self.agent,
+            self._shard_key(reset_key),
+            self._my_instances(tasks),
+            self._my_instances(info.train_on),
+        )
         reinit_every = data.reinit_every
         if reinit_every is not None:
             reinit_every = jnp.asarray(reinit_every, jnp.int32)
@@ -212,25 +269,43 @@ class Trainer:
             # One task per (step, instance): an instance that resets at step t takes [t, i].
             n = self.num_steps * self.num_envs
             teacher_state, tasks, info = self.teacher.sample(teacher_state, sample_key, n)
-            next_tasks = tasks.reshape(self.num_steps, self.num_envs, -1)
-            next_train_on = info.train_on.reshape(self.num_steps, self.num_envs)
+            next_tasks = self._my_instances(tasks.reshape(self.num_steps, self.num_envs, -1), 1)
+            next_train_on = self._my_instances(
+                info.train_on.reshape(self.num_steps, self.num_envs), 1
+            )
         else:
             teacher_state, tasks, info = self.teacher.sample(
                 teacher_state, sample_key, self.num_envs
             )
             reset_key, rollout_key = jax.random.split(rollout_key)
-            slots = start_slots(self.env, self.agent, reset_key, tasks, info.train_on)
+            slots = start_slots(
+                self.env,
+                self.agent,
+                self._shard_key(reset_key),
+                self._my_instances(tasks),
+                self._my_instances(info.train_on),
+            )
         slots, batch, feedback = collect(
             self.env,
             self.agent,
             seed.agent_state,
             slots,
-            rollout_key,
+            self._shard_key(rollout_key),
             next_tasks,
             next_train_on,
             self.num_steps,
             pool=pool,
         )
+        teacher_batch = batch
+        if self.env_axis is not None:
+            # The teacher sees the iteration as one device would: [T, N], step-major.
+            teacher_batch = jax.tree.map(lambda x: self._all_instances(x, 1), batch)
+            feedback = jax.tree.map(
+                lambda x: self._all_instances(
+                    x.reshape((self.num_steps, self.local_envs) + x.shape[1:]), 1
+                ).reshape((-1,) + x.shape[1:]),
+                feedback,
+            )
         # Every completed episode is a reset: with a pool, the first P take its entries.
         overflow = None
         if pool is not None:
@@ -245,11 +320,16 @@ class Trainer:
         dropped = jnp.zeros((), jnp.int32)
         if self.config.loop.max_feedback:
             feedback, dropped = compact_feedback(feedback, self.config.loop.max_feedback)
-        agent_state, agent_metrics = self.agent.update(seed.agent_state, batch, update_key)
+        if self.env_axis is None:
+            agent_state, agent_metrics = self.agent.update(seed.agent_state, batch, update_key)
+        else:
+            agent_state, agent_metrics = self.agent.update(
+                seed.agent_state, batch, update_key, axis_name=self.env_axis
+            )
         # A key of its own, so the agent's stream is the same with any teacher.
         teacher_key = jax.random.fold_in(update_key, 1)
         teacher_state = self.teacher.update(
-            teacher_state, teacher_key, tasks, feedback, batch, iteration
+            teacher_state, teacher_key, tasks, feedback, teacher_batch, iteration
         )
         # A real branch unless runs with different periods share a vmap.
         due = self._reinit_due(seed, iteration)
@@ -335,9 +415,11 @@ class Trainer:
         """vmap axes with the run's `RunData` batched (0) or shared (None)."""
         return LoopCarry(iteration=None, seed=SeedCarry(0, 0, 0, 0, data_axis, data_axis))
 
-    def seed_keys(self) -> jax.Array:
+    def seed_keys(self, count: int | None = None) -> jax.Array:
+        """Keys of seeds `config.seed`, `+ 1`, ...: `count` of them (None: num_seeds)."""
         c = self.config
-        return jnp.stack([jax.random.PRNGKey(c.seed + i) for i in range(c.num_seeds)])
+        count = c.num_seeds if count is None else count
+        return jnp.stack([jax.random.PRNGKey(c.seed + i) for i in range(count)])
 
     def jit_init_seeds(self, data_axis: int | None = None):
         """jit(vmap(init)) over seed keys [S] and an optional `RunData`, shared by all

@@ -9,7 +9,11 @@ run directory to TensorBoard or offline Weights & Biases (acl.loggers).
 
 Continue a run that was killed or stopped by --max-minutes: python -m experiments.run
 --resume RUN_DIR (its config is the run's own; only loop.checkpoint_every and
-loop.keep_checkpoints may be --set)."""
+loop.keep_checkpoints may be --set).
+
+Over several processes (hosts), each runs the same command with `--coordinator
+HOST:PORT --num-processes P --process-id I`, or with `--distributed` where JAX detects the
+cluster itself (SLURM...): docs/scaling.md."""
 
 from __future__ import annotations
 
@@ -18,8 +22,8 @@ import math
 import sys
 from pathlib import Path
 
-from acl.errors import ConfigError
-from acl.results import check_run_dir, format_mean_se, format_table
+# Nothing of acl at the top: importing an env starts JAX's backend, which must wait for
+# --coordinator's jax.distributed.initialize (main imports the library after it).
 from experiments.cli import add_overrides_argument, add_seeds_argument
 
 
@@ -54,6 +58,24 @@ def parse_args(argv=None) -> argparse.Namespace:
     add_seeds_argument(parser)
     parser.add_argument("--out", default=None, help="run directory (default runs/<name>)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--devices",
+        type=int,
+        default=None,
+        help="split the seeds over this many devices (default: all); seeds that do not "
+        "divide evenly are padded with extra seeds whose results are dropped "
+        "(docs/scaling.md)",
+    )
+    parser.add_argument(
+        "--coordinator", default=None, metavar="HOST:PORT", help="process 0's address"
+    )
+    parser.add_argument("--num-processes", type=int, default=None, help="processes in all")
+    parser.add_argument("--process-id", type=int, default=None, help="this process, from 0")
+    parser.add_argument(
+        "--distributed",
+        action="store_true",
+        help="one of several processes, found by JAX's detection of the cluster (SLURM...)",
+    )
     parser.add_argument(
         "--max-minutes",
         type=float,
@@ -101,12 +123,15 @@ def parse_args(argv=None) -> argparse.Namespace:
 def sweep_main(args: argparse.Namespace) -> int:
     """`--sweep`: run_sweep, then its table."""
     from acl.config import load_config
-    from acl.results import enable_compilation_cache
+    from acl.errors import ConfigError
+    from acl.results import check_run_dir, enable_compilation_cache
     from acl.sweep import SWEEP_FILE, format_sweep, parse_sweep, run_sweep
 
     try:
         if args.max_minutes is not None:
             raise ConfigError("--max-minutes applies to single runs, not to --sweep")
+        if args.devices not in (None, 1):
+            raise ConfigError("--devices applies to single runs: a sweep runs on one device")
         config = load_config(args.config, args.overrides, args.seeds, args.preset)
         out = Path(args.out or Path("runs") / f"{config.name}-sweep")
         check_run_dir(out)
@@ -126,12 +151,25 @@ def sweep_main(args: argparse.Namespace) -> int:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    distributed = (args.coordinator, args.num_processes, args.process_id)
+    if args.distributed or any(x is not None for x in distributed):
+        from acl.distributed import initialize_processes
+
+        try:
+            initialize_processes(*distributed)
+        except (ValueError, RuntimeError) as err:  # a bad flag (ConfigError) or no cluster
+            print(f"error: {err}", file=sys.stderr)
+            return 2
     if args.sweep:
         return sweep_main(args)
     from acl.build import build_components
     from acl.config import load_config
+    from acl.devices import device_mesh
+    from acl.distributed import writes_run_dir as is_writer
+    from acl.errors import ConfigError
     from acl.experiment import task_names
     from acl.loggers import close_all, make_loggers
+    from acl.results import check_run_dir, format_mean_se, format_table
     from acl.train import Trainer
 
     try:
@@ -150,7 +188,9 @@ def main(argv=None) -> int:
             out = Path(args.out or Path("runs") / config.name)
             check_run_dir(out)
         trainer = Trainer(config, build_components(config))  # builds the test set too
-        loggers = make_loggers(args.log, out, config, task_names(trainer))
+        device_mesh(args.devices)  # more --devices than JAX sees fails here, before the run
+        # Process 0 alone writes the run directory, so it alone mirrors it.
+        loggers = make_loggers(args.log, out, config, task_names(trainer)) if is_writer() else []
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -169,15 +209,21 @@ def main(argv=None) -> int:
             max_seconds=None if args.max_minutes is None else 60 * args.max_minutes,
             resume=args.resume is not None,
             loggers=loggers,
+            devices=args.devices,
         )
     except TrainingDiverged as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    except ConfigError as err:  # a resume under another device layout
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     except RunInterrupted as stop:
         print(f"{stop}\nresume with: python -m experiments.run --resume {out}", file=sys.stderr)
         return 128 + stop.signum
     finally:
         close_all(loggers)
+    if not is_writer():
+        return 0  # process 0 wrote the run directory and prints its table
     row = {
         "env": summary["env"],
         "teacher": summary["teacher"],

@@ -199,6 +199,7 @@ def ppo_loss_terms(
     mb: dict,
     hyper: PPOHyperparams,
     normalize_advantages: bool,
+    axis_name: str | None = None,
 ):
     """The clipped PPO objective, averaged over the steps where `mb["loss_mask"]` is 1.
 
@@ -206,16 +207,27 @@ def ppo_loss_terms(
     "loss_mask", "advantage", "target", "old_log_prob" and "old_value", all of the same
     shape as `log_prob` (any shape: [B] for PPO, [T, B] for recurrent PPO).
 
+    `axis_name`: the minibatch is split over this named axis (devices): the step count
+    and the advantage statistics are summed over it, so each shard returns its share of
+    the whole minibatch's loss and metrics, to be summed over the axis (`ppo_epochs`).
+
     Returns (loss, metrics of scalars).
     """
     h = hyper
+
+    def over_axis(x: jax.Array) -> jax.Array:
+        if axis_name is None:
+            return x
+        # Sums of data, not of params: no gradient flows through the psum.
+        return jax.lax.psum(jax.lax.stop_gradient(x), axis_name)
+
     weight = mb["loss_mask"]
-    denom = jnp.maximum(weight.sum(), 1.0)
+    denom = jnp.maximum(over_axis(weight.sum()), 1.0)
 
     adv = mb["advantage"]
     if normalize_advantages:
-        mean = (adv * weight).sum() / denom
-        std = jnp.sqrt(((adv - mean) ** 2 * weight).sum() / denom)
+        mean = over_axis((adv * weight).sum()) / denom
+        std = jnp.sqrt(over_axis(((adv - mean) ** 2 * weight).sum()) / denom)
         adv = (adv - mean) / (std + 1e-8)
     ratio = jnp.exp(log_prob - mb["old_log_prob"])
     surrogate = jnp.minimum(ratio * adv, jnp.clip(ratio, 1 - h.clip_eps, 1 + h.clip_eps) * adv)
@@ -262,6 +274,7 @@ def ppo_epochs(
     hyper: PPOHyperparams,
     update_count: jax.Array,
     config: PPOUpdateConfig,
+    axis_name: str | None = None,
 ):
     """Adam steps with global-norm clipping at update call `update_count`'s step size,
     `config.update_epochs` passes over `data` split into `config.num_minibatches`
@@ -269,6 +282,12 @@ def ppo_epochs(
 
     `loss_fn(params, minibatch) -> (loss, metrics)`; `data["loss_mask"]` says which steps
     may be learnt from: with none, params and opt_state come back unchanged.
+
+    `axis_name`: `data` is this shard's part of a batch split over the named axis, and
+    `loss_fn` returns its share of the loss (`ppo_loss_terms(..., axis_name)`): gradients
+    and metrics are summed over the axis, i.e. averaged over the whole minibatch, before
+    the Adam step, which every shard then takes alike. Each shard shuffles its own part,
+    so a minibatch is the union of the shards' minibatches.
 
     Returns (params, opt_state, metrics averaged over all steps, with the step size).
     """
@@ -279,6 +298,8 @@ def ppo_epochs(
     def sgd_step(carry, mb):
         params, opt_state = carry
         grads, metrics = jax.grad(loss_fn, has_aux=True)(params, mb)
+        if axis_name is not None:
+            grads, metrics = jax.lax.psum((grads, metrics), axis_name)
         grad_norm = optax.tree.norm(grads)
         scale = jnp.minimum(1.0, hyper.max_grad_norm / (grad_norm + 1e-6))
         grads = jax.tree.map(lambda g: g * scale, grads)
@@ -291,6 +312,8 @@ def ppo_epochs(
     )
     # A select, not a cond: the loop vmaps seeds, where a cond runs both branches anyway.
     learn = data["loss_mask"].any()
+    if axis_name is not None:
+        learn = jax.lax.psum(learn.astype(jnp.int32), axis_name) > 0
     params, opt_state = jax.tree.map(
         lambda new, old: jnp.where(learn, new, old), trained, (params, opt_state)
     )
@@ -353,15 +376,21 @@ class PPO:
     def value(self, state: PPOState, obs: jax.Array) -> jax.Array:
         return self._forward(state.params, state.obs_norm, obs)[1]
 
-    def _loss(self, params, state: PPOState, mb):
+    def _loss(self, params, state: PPOState, mb, axis_name: str | None = None):
         out, value, log_std = self._forward(params, state.obs_norm, mb["obs"])
         log_prob, entropy = self.actions.log_prob_entropy(out, log_std, mb["action"])
         return ppo_loss_terms(
-            log_prob, entropy, value, mb, state.hyper, self.config.normalize_advantages
+            log_prob, entropy, value, mb, state.hyper, self.config.normalize_advantages, axis_name
         )
 
-    def update(self, state: PPOState, batch: Transition, key: jax.Array):
-        """One PPO update on a [T, N] rollout. Returns (state, metrics of scalars)."""
+    def update(
+        self, state: PPOState, batch: Transition, key: jax.Array, axis_name: str | None = None
+    ):
+        """One PPO update on a [T, N] rollout. Returns (state, metrics of scalars).
+
+        `axis_name`: the N instances are split over this named axis (devices, as
+        PureJaxRL's pmean): gradients, statistics and metrics are those of all of them,
+        and every shard ends with the same state."""
         h = state.hyper
         next_values = self.value(state, batch.next_obs)
         flat = jax.tree.map(
@@ -372,15 +401,19 @@ class PPO:
             state.params,
             state.opt_state,
             flat,
-            lambda params, mb: self._loss(params, state, mb),
+            lambda params, mb: self._loss(params, state, mb, axis_name),
             h,
             state.update_count,
             self.config,
+            axis_name,
         )
         obs_norm = state.obs_norm
         if self.config.normalize_obs:
             # Observation statistics are no gradient step: kept even when nothing is learnt.
-            obs_norm = obs_norm.update(flat["obs"])
+            obs = flat["obs"]
+            if axis_name is not None:
+                obs = jax.lax.all_gather(obs, axis_name, tiled=True)
+            obs_norm = obs_norm.update(obs)
         new_state = state.replace(
             params=params,
             opt_state=opt_state,
