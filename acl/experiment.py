@@ -174,13 +174,25 @@ def run_experiment(
     sharding = DeviceLayout.create(trainer, devices)  # a bad count fails before any write
     run_dir = RunDir(out) if writes_run_dir() else SilentRunDir(out)  # process 0 writes
     seeds = [config.seed + i for i in range(config.num_seeds)]
+    every = config.loop.checkpoint_every
+    checkpoints = RunCheckpoints(run_dir.path, config.loop.keep_checkpoints) if every else None
+    # The carry's seed axis holds the padding seeds too: a checkpoint fits a layout with
+    # as many.
+    layout_record = {"devices": sharding.devices, "padded_seeds": sharding.padded_seeds}
+    saved = checkpoints.latest_progress() if resume and checkpoints is not None else None
+    if saved is not None and saved.extra.get("padded_seeds", sharding.padded_seeds) != (
+        sharding.padded_seeds
+    ):
+        raise ConfigError(
+            f"--resume: the run ran {saved.extra['padded_seeds']} seeds (padded for "
+            f"{saved.extra['devices']} devices), this layout {sharding.padded_seeds}: "
+            f"resume with --devices {saved.extra['devices']}"
+        )
     if resume:
         run_dir.record_resume()
     else:
         run_dir.write_config(config.to_dict(), seeds)
         run_dir.clear_outputs()
-    every = config.loop.checkpoint_every
-    checkpoints = RunCheckpoints(run_dir.path, config.loop.keep_checkpoints) if every else None
 
     start = time.perf_counter()
     keys = sharding.seed_keys()
@@ -191,19 +203,7 @@ def run_experiment(
     compile_seconds = time.perf_counter() - start
 
     final, on_device, done, earlier = None, None, 0, Progress(0, {}, 0.0, 0.0)
-    # The carry's seed axis holds the padding seeds too: a checkpoint fits a layout with
-    # as many.
-    layout_record = {"devices": sharding.devices, "padded_seeds": sharding.padded_seeds}
     if resume:
-        saved = checkpoints.latest_progress() if checkpoints is not None else None
-        if saved is not None and saved.extra.get("padded_seeds", sharding.padded_seeds) != (
-            sharding.padded_seeds
-        ):
-            raise ConfigError(
-                f"--resume: the run ran {saved.extra['padded_seeds']} seeds (padded for "
-                f"{saved.extra['devices']} devices), this layout {sharding.padded_seeds}: "
-                f"resume with --devices {saved.extra['devices']}"
-            )
         if saved is not None:
             carry, on_device, earlier = checkpoints.restore(carry, metrics_shape)
             final, done = sharding.to_host(on_device), earlier.chunks_done

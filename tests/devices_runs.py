@@ -94,6 +94,16 @@ def main(argv: list[str]) -> int:
             args += [f"--set={item}" for item in SHARD_ENVS]
         if run.main(args) != 0:
             return 1
+    # "sharded" again, stopped after its first evaluation, then resumed from the
+    # checkpoint of its padded seeds.
+    args = ["--config", str(config), "--out", str(out / "resumed"), "--no-progress"]
+    args += ["--seeds", "6", "--devices", str(DEVICES), "--set", "loop.total_env_steps=512"]
+    if run.main([*args, "--max-minutes", "0"]) != 0:
+        return 1
+    if run.main(["--resume", str(out / "resumed"), "--no-progress", "--devices", "2"]) != 2:
+        return 1  # another padding: refused
+    if run.main(["--resume", str(out / "resumed"), "--no-progress", "--devices", "4"]) != 0:
+        return 1
     first_update(out)
     return 0
 

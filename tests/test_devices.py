@@ -129,6 +129,13 @@ def test_seeds_split_over_four_devices_give_the_one_device_metrics(runs):
     assert summary["devices"] == DEVICES and summary["seeds"] == list(range(seeds))
 
 
+def test_a_sharded_run_resumes_from_its_checkpoint_to_the_same_files(runs):
+    """The "sharded" run stopped after its first evaluation and resumed over 4 devices
+    (over 2, a layout with other padding, the resume was refused: tests/devices_runs.py)."""
+    for name in ("metrics.csv", "tasks.csv", "agent_params.msgpack", "teacher/eval_0001.npz"):
+        assert (runs / "resumed" / name).read_bytes() == (runs / "sharded" / name).read_bytes()
+
+
 def test_more_devices_than_jax_sees_is_a_config_error(tmp_path, capsys):
     config = tmp_path / "tiny.yaml"
     config.write_text(json.dumps(TINY))  # JSON is YAML
