@@ -71,3 +71,39 @@ def run_tiny_with_teacher(tmp_path, teacher: dict):
     out = tmp_path / "run"
     assert run.main(["--config", str(path), "--out", str(out), "--no-progress"]) == 0
     return out, list(csv.DictReader((out / "metrics.csv").open()))
+
+
+def once_per_session(tmp_path_factory, worker_id: str, name: str, produce, timeout=900):
+    """A folder that `produce(folder)` fills once per test session, shared by the xdist
+    workers (each would otherwise run a module fixture of its own): the first worker to
+    ask produces it, the others wait for it. For fixtures that only write files, such as
+    a subprocess's runs."""
+    import os
+    import time
+
+    if worker_id == "master":  # no xdist
+        folder = tmp_path_factory.mktemp(name)
+        produce(folder)
+        return folder
+    shared = tmp_path_factory.getbasetemp().parent  # one per session, above the workers'
+    folder, marker = shared / name, shared / f"{name}.done"
+    try:
+        os.close(os.open(shared / f"{name}.lock", os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        waited = 0.0
+        while not marker.exists():
+            if waited > timeout:
+                pytest.fail(f"{name}: another worker did not finish producing it")
+            time.sleep(0.2)
+            waited += 0.2
+        if marker.read_text() != "ok":
+            pytest.fail(f"{name}: producing it failed in another worker")
+        return folder
+    try:
+        folder.mkdir()
+        produce(folder)
+    except BaseException:
+        marker.write_text("failed")
+        raise
+    marker.write_text("ok")
+    return folder

@@ -24,7 +24,7 @@ from acl.devices import axes_to_specs, pad_leading, padded_count
 from acl.results import AGENT_FILE
 from acl.train import LoopCarry, SeedCarry
 from experiments import run as run_cli
-from tests.conftest import TINY
+from tests.conftest import TINY, once_per_session
 from tests.devices_runs import DEVICES, RUNS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,9 +42,7 @@ near 0 (the policy loss, the approximate KL). Long runs may drift apart, as any 
 float32 programs do."""
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("devices")
+def produce_runs(out: Path) -> None:
     env = dict(os.environ)
     env["XLA_FLAGS"] = (
         f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={DEVICES}".strip()
@@ -58,7 +56,12 @@ def runs(tmp_path_factory) -> Path:
         text=True,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, worker_id) -> Path:
+    # Once for both xdist workers: the subprocess compiles a dozen runs.
+    return once_per_session(tmp_path_factory, worker_id, "devices_runs", produce_runs)
 
 
 def metrics(run: Path) -> pd.DataFrame:
