@@ -68,3 +68,15 @@ class SilentRunDir:
             return None
 
         return skip
+
+
+def agreed(flag: bool) -> bool:
+    """True on every process if `flag` is True on any: a decision to stop (a signal, a
+    time limit) that every process must take at the same chunk, or the others would wait
+    forever at the next collective. One process: `flag` itself, no communication."""
+    if jax.process_count() == 1:
+        return bool(flag)
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    return bool(np.any(multihost_utils.process_allgather(np.asarray(flag, np.int32))))

@@ -4,6 +4,7 @@ write the run directory between chunks (outside jit)."""
 from __future__ import annotations
 
 import contextlib
+import signal
 import time
 import weakref
 from collections.abc import Sequence
@@ -25,7 +26,7 @@ from acl.checkpoint import (
 )
 from acl.config import ExperimentConfig
 from acl.devices import DeviceLayout
-from acl.distributed import SilentRunDir, writes_run_dir
+from acl.distributed import SilentRunDir, agreed, writes_run_dir
 from acl.errors import ConfigError
 from acl.loggers import Logger
 from acl.results import (
@@ -227,13 +228,17 @@ def run_experiment(
         disable=not progress,
         dynamic_ncols=True,
     )
-    first, saved = done, done
+    first, saved, stopping = done, done, False
     try:
         with stop_requests() as stop:
             for chunk in range(first, trainer.num_chunks):
-                if chunk > first and max_seconds is not None:
-                    if time.perf_counter() - start >= max_seconds:
-                        break
+                over_time = (
+                    chunk > first
+                    and max_seconds is not None
+                    and time.perf_counter() - start >= max_seconds
+                )
+                if agreed(over_time):
+                    break
                 first_iteration = int(carry.iteration)
                 carry, on_device = run_chunk(carry)
                 metrics = sharding.to_host(on_device)
@@ -245,7 +250,8 @@ def run_experiment(
                 except TrainingDiverged as err:
                     raise TrainingDiverged(f"{err}; metrics so far are in {run_dir.path}") from None
                 final, done = metrics, chunk + 1
-                if checkpoints is not None and (done % every == 0 or stop):
+                stopping = agreed(bool(stop))  # a signal to any process stops them all
+                if checkpoints is not None and (done % every == 0 or stopping):
                     # Asynchronous: the write overlaps the next chunk.
                     checkpoints.save(carry, on_device, spent())
                     saved = done
@@ -254,7 +260,7 @@ def run_experiment(
                 bar.set_postfix(
                     mastered=f"{format_mean_se(mastered, se)}%", steps=int(metrics.env_steps[0])
                 )
-                if stop:
+                if stopping:
                     break
         if checkpoints is not None:
             if saved < done:  # stopped by the time limit between checkpoints
@@ -271,8 +277,9 @@ def run_experiment(
         bar.close()
     if checkpoints is not None:
         checkpoints.close()
-    if stop and done < trainer.num_chunks:
-        raise RunInterrupted(run_dir.path, done, stop.signal)
+    if stopping and done < trainer.num_chunks:
+        # A process that was not signalled itself stops as if terminated.
+        raise RunInterrupted(run_dir.path, done, stop.signal or signal.SIGTERM)
     so_far = spent()
     wall_seconds, compile_seconds = so_far.wall_seconds, so_far.compile_seconds
     run_dir.save_agent(sharding.to_host(carry.seed.agent_state))

@@ -1,7 +1,8 @@
 """One run over two processes (`--coordinator`, JAX's multi-controller runtime), on
 CPU: two local processes of one CPU device each, gloo collectives, 127.0.0.1 only. The
-run equals the one-process run of the same seeds as a run over two devices does
-(tests/test_devices.py), and only process 0 writes the run directory."""
+run, stopped by its time limit and resumed, equals the one-process run of the same seeds
+as a run over two devices does (tests/test_devices.py), and only process 0 writes the
+run directory."""
 
 from __future__ import annotations
 
@@ -26,26 +27,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.slow
-def test_two_processes_give_the_one_process_run(tmp_path):
-    config = tmp_path / "tiny.yaml"
-    config.write_text(yaml.safe_dump(TINY))
-    common = ["--config", str(config), "--no-progress", "--seeds", "4"]
-    common += ["--set", "loop.total_env_steps=512"]
-    coordinator = f"127.0.0.1:{free_port()}"
-    commands = {
-        "one": [*common, "--out", str(tmp_path / "one"), "--devices", "1"],
-        **{
-            f"two_{i}": [
-                # One run directory, as on hosts sharing a file system: orbax saves the
-                # checkpoints collectively into it (each process its own shards).
-                *common,
-                *("--out", str(tmp_path / "two"), "--coordinator", coordinator),
-                *("--num-processes", "2", "--process-id", str(i)),
-            ]
-            for i in (0, 1)
-        },
-    }
+def run_processes(commands: dict[str, list[str]]) -> dict[str, str]:
+    """Runs `tests.multihost_run` with each command at once; their outputs, after
+    asserting that every process exited 0."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     env["JAX_PLATFORMS"] = "cpu"
@@ -69,11 +53,44 @@ def test_two_processes_give_the_one_process_run(tmp_path):
         for process in processes.values():
             if process.poll() is None:
                 process.kill()
-    assert "run directory" in outputs["two_0"] and "run directory" not in outputs["two_1"]
+    return outputs
+
+
+def two_processes(args: list[str]) -> dict[str, list[str]]:
+    coordinator = f"127.0.0.1:{free_port()}"
+    return {
+        f"two_{i}": [
+            *args,
+            *("--coordinator", coordinator, "--num-processes", "2", "--process-id", str(i)),
+        ]
+        for i in (0, 1)
+    }
+
+
+@pytest.mark.slow
+def test_two_processes_stopped_and_resumed_give_the_one_process_run(tmp_path):
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(TINY))
+    common = ["--config", str(config), "--no-progress", "--seeds", "4"]
+    common += ["--set", "loop.total_env_steps=512"]
     two, one = tmp_path / "two", tmp_path / "one"
+    # One run directory, as on hosts sharing a file system: orbax saves the checkpoints
+    # collectively into it (each process its own shards). The time limit stops both
+    # processes after the first chunk, whichever reaches it first (acl.distributed.agreed).
+    outputs = run_processes(
+        {
+            "one": [*common, "--out", str(one), "--devices", "1"],
+            **two_processes([*common, "--out", str(two), "--max-minutes", "0"]),
+        }
+    )
+    assert "run directory" in outputs["two_0"] and "run directory" not in outputs["two_1"]
+    stopped = yaml.safe_load((two / "summary.json").read_text())
+    assert stopped["stopped_at_time_limit"] and stopped["env_steps"] == 256
+    outputs = run_processes(two_processes(["--resume", str(two), "--no-progress"]))
     assert sorted(p.name for p in (two / "checkpoints").iterdir()) == ["1", "2"]
     summary = yaml.safe_load((two / "summary.json").read_text())
     assert summary["devices"] == 2 and summary["seeds"] == [0, 1, 2, 3]
+    assert "stopped_at_time_limit" not in summary
     assert_same_seeds(metrics(two), metrics(one))
     assert_same_params(agent_params(two), agent_params(one))
 
