@@ -180,14 +180,14 @@ def run_experiment(
     # The carry's seed axis holds the padding seeds too: a checkpoint fits a layout with
     # as many.
     layout_record = {"devices": sharding.devices, "padded_seeds": sharding.padded_seeds}
-    saved = checkpoints.latest_progress() if resume and checkpoints is not None else None
-    if saved is not None and saved.extra.get("padded_seeds", sharding.padded_seeds) != (
+    newest = checkpoints.latest_progress() if resume and checkpoints is not None else None
+    if newest is not None and newest.extra.get("padded_seeds", sharding.padded_seeds) != (
         sharding.padded_seeds
     ):
         raise ConfigError(
-            f"--resume: the run ran {saved.extra['padded_seeds']} seeds (padded for "
-            f"{saved.extra['devices']} devices), this layout {sharding.padded_seeds}: "
-            f"resume with --devices {saved.extra['devices']}"
+            f"--resume: the run ran {newest.extra['padded_seeds']} seeds (padded for "
+            f"{newest.extra['devices']} devices), this layout {sharding.padded_seeds}: "
+            f"resume with --devices {newest.extra['devices']}"
         )
     if resume:
         run_dir.record_resume()
@@ -205,10 +205,11 @@ def run_experiment(
 
     final, on_device, done, earlier = None, None, 0, Progress(0, {}, 0.0, 0.0)
     if resume:
-        if saved is not None:
+        if newest is not None:
             carry, on_device, earlier = checkpoints.restore(carry, metrics_shape)
             final, done = sharding.to_host(on_device), earlier.chunks_done
-        truncate_run_files(run_dir.path, earlier if done else None)
+        if writes_run_dir():
+            truncate_run_files(run_dir.path, earlier if done else None)
 
     def spent() -> Progress:
         """Where the run stands after `done` evaluations, time over all sessions."""
