@@ -27,6 +27,8 @@ tolerance disc free of walls, so a goal is never "reached" from the other side o
 thin wall. Task [4] = (start x, start y, goal x, goal y); `task_to_params` keeps a valid
 point as it is and maps an invalid one (outside, or too close to a wall) to the
 nearest valid centre of a SNAP_GRID x SNAP_GRID grid over the square (precomputed).
+With `invalid_goal="keep"` an invalid goal is kept instead and can never be reached: the
+episode runs to its time limit, as an infeasible task does in TeachMyAgent.
 A wall layout whose free space falls into pieces makes valid but unreachable points:
 a layout's free space should be one region (not checked).
 
@@ -187,6 +189,10 @@ class PlanarStartGoalTasks:
     task_space: Box
     goal_tolerance: float
     _snap: np.ndarray
+    invalid_goal: str = "snap"
+    """What a task's invalid goal becomes: "snap", the nearest valid snap-grid centre (the
+    default; SVGG relies on it); "keep", the goal as given, which no episode can reach, so
+    that an infeasible goal costs a full episode (`max_episode_steps`)."""
 
     def valid_position(self, points: jax.Array) -> jax.Array:
         """[..., 2] -> [..., 2]: the point if valid, else the nearest valid snap-grid centre."""
@@ -239,14 +245,17 @@ class PlanarStartGoalTasks:
         """
         del base_params
         task = jnp.asarray(task, jnp.float32)
-        return StartGoalParams(
-            start=self.valid_position(task[:2]), goal=self.valid_position(task[2:4])
-        )
+        goal = task[2:4] if self.invalid_goal == "keep" else self.valid_position(task[2:4])
+        return StartGoalParams(start=self.valid_position(task[:2]), goal=goal)
 
     # -- goal protocol -------------------------------------------------------------------
 
     def goal_reached(self, achieved: jax.Array, goal: jax.Array) -> jax.Array:
-        return jnp.linalg.norm(achieved - goal, axis=-1) <= self.goal_tolerance
+        near = jnp.linalg.norm(achieved - goal, axis=-1) <= self.goal_tolerance
+        if self.invalid_goal == "keep":
+            # A kept invalid goal may lie within reach through a thin wall: never reached.
+            return near & self.is_valid_position(goal)
+        return near
 
     def compute_reward(self, achieved: jax.Array, goal: jax.Array) -> jax.Array:
         return jnp.where(self.goal_reached(achieved, goal), 0.0, -1.0).astype(jnp.float32)
@@ -280,7 +289,8 @@ class PointMaze(PlanarStartGoalTasks, PositionGoalObservation, GoalTaskEnv, Star
 
     Static config: `layout` (a name in LAYOUTS, default `u_maze`) or `walls` (inner
     segments, overriding the layout), `step_size` (0.05), `goal_tolerance` (0.05, also
-    the valid margin from walls), `max_episode_steps` (100).
+    the valid margin from walls), `max_episode_steps` (100), `invalid_goal` ("snap" or
+    "keep": what a task's invalid goal becomes, `PlanarStartGoalTasks.invalid_goal`).
     """
 
     name = "point_maze"
@@ -295,7 +305,11 @@ class PointMaze(PlanarStartGoalTasks, PositionGoalObservation, GoalTaskEnv, Star
         step_size: float = 0.05,
         goal_tolerance: float = 0.05,
         max_episode_steps: int | None = None,
+        invalid_goal: str = "snap",
     ):
+        if invalid_goal not in ("snap", "keep"):
+            raise ConfigError(f"env.invalid_goal must be 'snap' or 'keep', got {invalid_goal!r}")
+        self.invalid_goal = invalid_goal
         if walls is None:
             if layout not in LAYOUTS:
                 close = difflib.get_close_matches(str(layout), sorted(LAYOUTS), n=1, cutoff=0.4)

@@ -264,3 +264,34 @@ def test_render_is_an_rgb_image(maze):
     assert tuple(image[75, 15]) == (30, 60, 200)  # the point at the start (0.15, 0.25)
     assert tuple(image[50, 30]) == (0, 0, 0)  # the inner wall y = 0.5
     assert tuple(image[50, 90]) == (255, 255, 255)  # the opening
+
+
+def test_kept_invalid_goal_is_never_reached_and_costs_a_full_episode():
+    # 0.02 above the u_maze wall: within goal_tolerance of the wall, so invalid. Snapped,
+    # it moves clear of the wall; kept, the point can come within 0.02 of it from above
+    # (and would reach it through the thin wall from below) but never scores it.
+    task = jnp.array([0.3, 0.7, 0.3, 0.52])
+    for mode in ("snap", "keep"):
+        env = make_env("point_maze", max_episode_steps=10, invalid_goal=mode)
+        params = env.task_to_params(task, None)
+        kept = bool(jnp.all(params.goal == task[2:]))
+        assert kept == (mode == "keep")
+        _, state = env.reset(jax.random.PRNGKey(0), params)
+        step = jax.jit(env.step)
+        steps = 0
+        while True:
+            _, state, reward, terminated, truncated, _ = step(
+                jax.random.PRNGKey(0), state, DOWN, params
+            )
+            steps += 1
+            if terminated or truncated:
+                break
+        if mode == "keep":
+            # It stands at the wall, 0.02 from the goal, and the episode times out.
+            assert float(jnp.linalg.norm(state.position - task[2:])) < env.goal_tolerance
+            assert bool(truncated) and not bool(terminated) and steps == env.max_episode_steps
+            assert float(reward) == -1.0
+        else:
+            assert bool(terminated) and float(reward) == 0.0
+    with pytest.raises(ConfigError, match="env.invalid_goal must be 'snap' or 'keep'"):
+        make_env("point_maze", invalid_goal="drop")
