@@ -87,17 +87,6 @@ def env_specs(axis: str = ENV_AXIS) -> LoopCarry:
     )
 
 
-def pad_leading(tree: Any, size: int) -> Any:
-    """Each leaf's leading axis padded to `size` by repeating its last row."""
-
-    def pad(x):
-        x = np.asarray(x)
-        extra = size - x.shape[0]
-        return x if extra == 0 else np.concatenate([x, np.repeat(x[-1:], extra, axis=0)])
-
-    return jax.tree.map(pad, tree)
-
-
 @dataclass(frozen=True)
 class DeviceLayout:
     """How one run is laid out over devices; see the module docstring."""
@@ -142,10 +131,6 @@ class DeviceLayout:
     def seed_keys(self) -> jax.Array:
         """Keys of the real seeds, then of the padding seeds."""
         return self.trainer.seed_keys(self.padded_seeds)
-
-    def pad_data(self, data: Any) -> Any:
-        """A per-seed `RunData` ([S, ...], data_axis 0) padded to the run's seed count."""
-        return pad_leading(data, self.padded_seeds)
 
     def real_seeds(self, tree: Any) -> Any:
         """Per-seed results ([S', ...] leaves) without the padding seeds."""

@@ -53,9 +53,6 @@ class SeedCarry:
     reinit_every: jax.Array | None = None
     """int32 iterations between re-initialisations of the student (0: never), when the
     run gives it as data (`RunData`); constant over the run."""
-    agent_hyper: Any = None
-    """The agent's numeric hyperparameters when the run gives them as data (`RunData`):
-    kept here so that a re-initialised student gets them back."""
 
 
 @struct.dataclass
@@ -70,7 +67,8 @@ class RunData:
     config's static `loop.reinit_every`."""
     agent_hyper: Any = None
     """The agent's numeric hyperparameters, a struct of leaves that replaces the `hyper`
-    of the state its `init` returns (a sweep, acl.sweep); None: the agent's own."""
+    of the state its `init` returns (a sweep, acl.sweep), and that a re-initialised student
+    keeps; None: the agent's own."""
 
 
 @struct.dataclass
@@ -196,6 +194,16 @@ class Trainer:
             return key
         return jax.random.fold_in(key, jax.lax.axis_index(self.env_axis))
 
+    def _start_slots(self, key: jax.Array, tasks: jax.Array, info) -> Slots:
+        """This shard's instances reset onto their share of `tasks` [num_envs, D]."""
+        return start_slots(
+            self.env,
+            self.agent,
+            self._shard_key(key),
+            self._my_instances(tasks),
+            self._my_instances(info.train_on),
+        )
+
     def _all_instances(self, x: jax.Array, axis: int) -> jax.Array:
         """Every shard's instances of a per-instance array, in instance order."""
         if self.env_axis is None:
@@ -229,21 +237,13 @@ class Trainer:
             params = self.teacher.default_params()
         teacher_state = self.teacher.init(teacher_key, params)
         teacher_state, tasks, info = self.teacher.sample(teacher_state, sample_key, self.num_envs)
-        slots = start_slots(
-            self.env,
-            self.agent,
-            self._shard_key(reset_key),
-            self._my_instances(tasks),
-            self._my_instances(info.train_on),
-        )
+        slots = self._start_slots(reset_key, tasks, info)
         reinit_every = data.reinit_every
         if reinit_every is not None:
             reinit_every = jnp.asarray(reinit_every, jnp.int32)
         return LoopCarry(
             iteration=jnp.zeros((), jnp.int32),
-            seed=SeedCarry(
-                agent_state, teacher_state, slots, loop_key, reinit_every, data.agent_hyper
-            ),
+            seed=SeedCarry(agent_state, teacher_state, slots, loop_key, reinit_every),
         )
 
     def _reinit_due(self, seed: SeedCarry, iteration: jax.Array) -> jax.Array | None:
@@ -278,13 +278,7 @@ class Trainer:
                 teacher_state, sample_key, self.num_envs
             )
             reset_key, rollout_key = jax.random.split(rollout_key)
-            slots = start_slots(
-                self.env,
-                self.agent,
-                self._shard_key(reset_key),
-                self._my_instances(tasks),
-                self._my_instances(info.train_on),
-            )
+            slots = self._start_slots(reset_key, tasks, info)
         slots, batch, feedback = collect(
             self.env,
             self.agent,
@@ -334,8 +328,10 @@ class Trainer:
         # A real branch unless runs with different periods share a vmap.
         due = self._reinit_due(seed, iteration)
         if due is not None:
+            # The new student keeps the hyperparameters of the one it replaces (a sweep's).
+            hyper = getattr(seed.agent_state, "hyper", None)
             agent_state = jax.lax.cond(
-                due, lambda: self.init_agent(reinit_key, seed.agent_hyper), lambda: agent_state
+                due, lambda: self.init_agent(reinit_key, hyper), lambda: agent_state
             )
         stats = {
             **episode_stats,
@@ -345,10 +341,7 @@ class Trainer:
             # The env's own columns: what the instances ran.
             "tasks": tasks[: self.tasks_per_iteration, : self.env_task_dim],
         }
-        seed = SeedCarry(
-            agent_state, teacher_state, slots, key, seed.reinit_every, seed.agent_hyper
-        )
-        return seed, stats
+        return SeedCarry(agent_state, teacher_state, slots, key, seed.reinit_every), stats
 
     def run_iterations(self, carry: LoopCarry, count: int) -> tuple[LoopCarry, dict]:
         """`count` loop iterations (rollout, teacher, agent update), no evaluation.
@@ -413,7 +406,7 @@ class Trainer:
 
     def carry_axes_for(self, data_axis: int | None) -> LoopCarry:
         """vmap axes with the run's `RunData` batched (0) or shared (None)."""
-        return LoopCarry(iteration=None, seed=SeedCarry(0, 0, 0, 0, data_axis, data_axis))
+        return LoopCarry(iteration=None, seed=SeedCarry(0, 0, 0, 0, data_axis))
 
     def seed_keys(self, count: int | None = None) -> jax.Array:
         """Keys of seeds `config.seed`, `+ 1`, ...: `count` of them (None: num_seeds)."""

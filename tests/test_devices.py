@@ -20,7 +20,7 @@ import pytest
 from flax import serialization
 from jax.sharding import PartitionSpec
 
-from acl.devices import axes_to_specs, pad_leading, padded_count
+from acl.devices import axes_to_specs, padded_count
 from acl.results import AGENT_FILE
 from acl.train import LoopCarry, SeedCarry
 from experiments import run as run_cli
@@ -151,10 +151,6 @@ def test_more_devices_than_jax_sees_is_a_config_error(tmp_path, capsys):
 
 def test_padding_rounds_up_to_a_multiple_of_the_devices():
     assert [padded_count(s, 4) for s in (1, 4, 6, 8, 9)] == [4, 4, 8, 8, 12]
-    # Per-seed RunData rows for the padding seeds repeat the last real seed's.
-    padded = pad_leading({"period": np.array([3, 5, 7]), "none": None}, 4)
-    np.testing.assert_array_equal(padded["period"], [3, 5, 7, 7])
-    assert padded["none"] is None
 
 
 def test_vmap_axes_become_seed_specs():

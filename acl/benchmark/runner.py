@@ -338,22 +338,24 @@ def run_suite(
         compile_seconds = 0.0
         students = suite.students if spec.challenge == "students" else [None]
         tables = []
-        for student in students:
-            name = f"{label}__{spec.key}" + (f"__{student[0]}" if student else "")
+        checkpoint_dirs = [
+            out / CHECKPOINTS / (f"{label}__{spec.key}" + (f"__{s[0]}" if s else ""))
+            for s in students
+        ]
+        for student, checkpoint_dir in zip(students, checkpoint_dirs, strict=True):
             chunks, seconds = program(label, student).run(
                 spec,
                 suite.challenge_seed,
                 suite.forgetting_period,
                 bar,
-                checkpoint_dir=out / CHECKPOINTS / name,
+                checkpoint_dir=checkpoint_dir,
             )
             compile_seconds += seconds
             tables.append(_rows(suite, label, spec, chunks))
         table = _merge_students(tables) if spec.challenge == "students" else tables[0]
         _write_atomic(cell_path(out, label, spec), table.to_csv(index=False))
-        for student in students:
-            name = f"{label}__{spec.key}" + (f"__{student[0]}" if student else "")
-            shutil.rmtree(out / CHECKPOINTS / name, ignore_errors=True)
+        for checkpoint_dir in checkpoint_dirs:
+            shutil.rmtree(checkpoint_dir, ignore_errors=True)
         prov["cells"][f"{label}__{spec.key}"] = {
             "wall_seconds": round(time.perf_counter() - start, 2),
             "compile_seconds": round(compile_seconds, 2),
