@@ -21,6 +21,7 @@ RUNS = {
     # name: (seeds, --devices)
     "one_device": (8, 1),
     "sharded": (6, DEVICES),  # padded to 8 seeds, 2 per device; 2 padding seeds dropped
+    "eight": (8, DEVICES),  # 8 seeds, 2 per device, no padding
     "alone": (1, 1),  # seed 0 with no seed beside it
     "shard_envs": (2, DEVICES),  # with loop.shard_envs: 8 instances per seed, 2 per device
 }

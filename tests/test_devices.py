@@ -118,17 +118,19 @@ def test_a_seed_does_not_depend_on_the_seeds_beside_it(runs):
     assert_same_params(agent_params(runs / "alone"), first)
 
 
-def test_seeds_split_over_four_devices_give_the_one_device_metrics(runs):
-    """6 seeds over 4 devices, padded to 8 (2 per device): the first 6 seeds of the
-    one-device run; the padding seeds are neither written nor saved."""
-    seeds = RUNS["sharded"][0]
-    sharded, one = metrics(runs / "sharded"), metrics(runs / "one_device")
+@pytest.mark.parametrize("name", ["eight", "sharded"])
+def test_seeds_split_over_four_devices_give_the_one_device_metrics(runs, name):
+    """8 seeds over 4 devices (`--devices 4` against `--devices 1`), and 6 seeds padded
+    to 8 (2 per device): the first seeds of the one-device run; padding seeds are
+    neither written nor saved."""
+    seeds = RUNS[name][0]
+    sharded, one = metrics(runs / name), metrics(runs / "one_device")
     assert set(sharded.seed) == set(range(seeds)), "the padding seeds must not be written"
     assert_same_seeds(sharded, one[one.seed < seeds].reset_index(drop=True))
     first = [p[:seeds] for p in agent_params(runs / "one_device")]
-    assert_same_params(agent_params(runs / "sharded"), first)
+    assert_same_params(agent_params(runs / name), first)
     assert not np.array_equal(one[one.seed == 0].agent_loss, one[one.seed == 1].agent_loss)
-    summary = json.loads((runs / "sharded" / "summary.json").read_text())
+    summary = json.loads((runs / name / "summary.json").read_text())
     assert summary["devices"] == DEVICES and summary["seeds"] == list(range(seeds))
 
 
