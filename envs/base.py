@@ -166,9 +166,10 @@ class StartTaskEnv(TaskEnv):
 
     A reverse curriculum (acl.teachers.reverse) hands out starts as tasks and grows them
     by random walks of the env's own dynamics, so it needs to read a start back from an
-    env state and to write one into a task. A start is a vector [S] in the env's own
-    terms (a position for the mazes; a joint configuration for a robot). All three
-    methods are pure and jittable; `task_with_start` broadcasts over leading axes.
+    env state, to write one into a task, and to tell how far a start is from the goal.
+    A start is a vector [S] in the env's own terms (a position for the mazes; a joint
+    configuration for a robot). All four methods are pure and jittable;
+    `task_with_start` broadcasts over leading axes.
     """
 
     start_dim: int
@@ -185,4 +186,11 @@ class StartTaskEnv(TaskEnv):
     def goal_start(self, task: jax.Array) -> jax.Array:
         """[D] -> [S]: a start at which `task`'s goal is achieved (a reverse curriculum's
         seed)."""
+        raise NotImplementedError
+
+    def start_distance(self, starts: jax.Array, task: jax.Array) -> jax.Array:
+        """starts [..., S], task [D] -> [...] float32: how far each start is from `task`'s
+        goal, in env steps along the env's shortest path (inf if unreachable). A reverse
+        curriculum keeps its fallback expansions from drifting back towards the goal
+        with it."""
         raise NotImplementedError

@@ -75,6 +75,7 @@ from envs.point_maze import (
     DEFAULT_TASKS,
     LAYOUTS,
     SNAP_GRID,
+    SOLIDS,
     PlanarStartGoalTasks,
     StartGoalParams,
 )
@@ -224,13 +225,22 @@ class BraxGoal(PlanarStartGoalTasks, GoalTaskEnv, StartTaskEnv):
                 f"env.goal_tolerance must be a number in [{RADIUS}, 0.5) (at least the "
                 f"ball's radius), got {goal_tolerance!r}"
             )
+        if layout in SOLIDS:
+            raise ConfigError(
+                f"env.layout {layout!r} has solid blocks, which brax_goal does not build; "
+                "use it with point_maze"
+            )
         self.layout_name = layout
         self.pipeline_name = pipeline
+        # At most MAX_FORCE / (MASS * VEL_DAMPING) * N_FRAMES * TIMESTEP per env step.
+        self.step_length = MAX_FORCE / (MASS * VEL_DAMPING) * N_FRAMES * TIMESTEP
         self.goal_tolerance = float(goal_tolerance)
         self.max_episode_steps = positive_int(max_episode_steps, "env.max_episode_steps") or 100
         segments = np.concatenate(
             [np.asarray(LAYOUTS[layout], np.float64).reshape(-1, 2, 2), np.asarray(BOUNDARY)]
         )
+        self.walls = segments.astype(np.float32)
+        """[S, 2, 2] wall segments (the boxes' centre lines), the square's sides last."""
         self.boxes = segments_to_boxes(segments, WALL_HALF_THICKNESS).astype(np.float32)
         """[B, 2, 2] wall boxes ((xmin, ymin), (xmax, ymax)), the square's sides last."""
 

@@ -437,6 +437,15 @@ class GoalMaze(PositionGoalObservation, GoalTaskEnv, StartTaskEnv):
         start = jnp.broadcast_to(start, task.shape[:-1] + (2,)).astype(task.dtype)
         return jnp.concatenate([start, task[..., 2:4]], axis=-1)
 
+    def start_distance(self, starts: jax.Array, task: jax.Array) -> jax.Array:
+        """starts [..., 2], task [4] -> [...] float32: BFS steps from each start's cell
+        to the task's goal cell (both mapped to free cells). Jittable."""
+        goal = self.valid_cell(jnp.asarray(task, jnp.float32)[2:4])
+        cells = self.valid_cell(starts)
+        return self.shortest_path_distance(cells, jnp.broadcast_to(goal, cells.shape)).astype(
+            jnp.float32
+        )
+
     def goal_start(self, task: jax.Array) -> jax.Array:
         """[4] -> [2]: the goal's cell as a start."""
         return self.cell_to_coords(self.valid_cell(jnp.asarray(task, jnp.float32)[2:4]))

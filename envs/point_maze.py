@@ -64,10 +64,26 @@ from envs.errors import ConfigError
 from envs.registry import ENVS
 from envs.spaces import UNIT, Box
 
+SOLIDS: dict[str, tuple[tuple[float, float, float, float], ...]] = {
+    # Florensa et al. 2017's point-mass U-maze (rllab-curriculum, maze_id 0): a 5 x 5
+    # block structure of 2-unit blocks whose free space is 3 x 3 blocks, a 6 x 6 unit
+    # arena. Scaled to the unit square the inner wall is the solid block
+    # [0, 2/3] x [1/3, 2/3], and the three corridors are 1/3 wide.
+    "florensa_u": ((0.0, 1 / 3, 2 / 3, 2 / 3),),
+}
+"""Solid blocks (x0, y0, x1, y1) of the layouts that have them: their edges are walls,
+and no point inside one is valid."""
+
+
+def _block_edges(x0: float, y0: float, x1: float, y1: float):
+    return (((x0, y0), (x1, y0)), ((x1, y0), (x1, y1)), ((x1, y1), (x0, y1)), ((x0, y1), (x0, y0)))
+
+
 LAYOUTS: dict[str, tuple[tuple[tuple[float, float], tuple[float, float]], ...]] = {
     "u_maze": (((0.0, 0.5), (0.7, 0.5)),),
     "open": (),
     "s_maze": (((0.0, 1 / 3), (0.7, 1 / 3)), ((0.3, 2 / 3), (1.0, 2 / 3))),
+    "florensa_u": tuple(edge for block in SOLIDS["florensa_u"] for edge in _block_edges(*block)),
 }
 """Inner walls of the built-in layouts; the square's sides are always walls."""
 
@@ -75,8 +91,14 @@ DEFAULT_TASKS: dict[str, tuple[float, float, float, float]] = {
     "u_maze": (0.15, 0.25, 0.15, 0.75),
     "open": (0.2, 0.2, 0.8, 0.8),
     "s_maze": (0.15, 0.15, 0.85, 0.85),
+    # rllab-curriculum's start (0, 0) and goal (0, 4) in its units, i.e. the centres of
+    # the U's two arms' closed ends: 2.0 apart along the U, 0.67 straight.
+    "florensa_u": (1 / 6, 1 / 6, 1 / 6, 5 / 6),
 }
 """Default (start x, start y, goal x, goal y) per layout; custom walls use "open"'s."""
+
+PATH_GRID = 32
+"""Resolution of the grid on which `start_distance` measures shortest paths."""
 
 BOUNDARY = (
     ((0.0, 0.0), (1.0, 0.0)),
@@ -161,6 +183,73 @@ def first_crossing(start: jax.Array, move: jax.Array, a: jax.Array, b: jax.Array
     return jnp.min(t_hit)
 
 
+def _grid_index(points, per_dim: int):
+    """[..., 2] points of the unit square -> [...] flat index (row-major in y, then x)
+    of their cell in a per_dim x per_dim grid."""
+    xp = jnp if isinstance(points, jax.Array) else np
+    ij = xp.clip(xp.floor(points * per_dim), 0, per_dim - 1).astype(xp.int32)
+    return ij[..., 1] * per_dim + ij[..., 0]
+
+
+def _segments_cross(p, q, a, b) -> np.ndarray:
+    """Moves p -> q [M, 2] against walls a -> b [S, 2] -> [M] bool: the move meets a
+    wall (touching counts)."""
+
+    def orient(u, v, w):
+        return np.sign(
+            (v[..., 0] - u[..., 0]) * (w[..., 1] - u[..., 1])
+            - (v[..., 1] - u[..., 1]) * (w[..., 0] - u[..., 0])
+        )
+
+    p, q = p[:, None], q[:, None]
+    proper = (orient(p, q, a) != orient(p, q, b)) & (orient(a, b, p) != orient(a, b, q))
+    return proper.any(-1)
+
+
+def _grid_paths(valid_np, walls: np.ndarray, per_dim: int, step_length: float):
+    """All-pairs shortest paths over the valid centres of a per_dim grid, 8-connected,
+    an edge wherever the straight move between two valid neighbours meets no wall."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import dijkstra
+
+    centres = (np.arange(per_dim) + 0.5) / per_dim
+    grid = np.stack(np.meshgrid(centres, centres, indexing="xy"), -1).reshape(-1, 2)
+    valid = valid_np(grid)
+    index = np.full(len(grid), -1, np.int64)
+    index[valid] = np.arange(valid.sum())
+    rows, cols, costs = [], [], []
+    for dx, dy in ((1, 0), (0, 1), (1, 1), (1, -1)):
+        ix, iy = np.meshgrid(np.arange(per_dim), np.arange(per_dim), indexing="xy")
+        jx, jy = ix + dx, iy + dy
+        inside = (jx >= 0) & (jx < per_dim) & (jy >= 0) & (jy < per_dim)
+        a = (iy * per_dim + ix)[inside]
+        b = (jy * per_dim + jx)[inside]
+        both = valid[a] & valid[b]
+        a, b = a[both], b[both]
+        clear = ~_segments_cross(grid[a], grid[b], walls[:, 0], walls[:, 1])
+        rows.append(index[a[clear]])
+        cols.append(index[b[clear]])
+        costs.append(np.full(clear.sum(), np.hypot(dx, dy)))
+    n = int(valid.sum())
+    graph = coo_matrix(
+        (np.concatenate(costs), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n)
+    )
+    table = dijkstra(graph.tocsr(), directed=False) / per_dim / step_length
+    valid_points = grid[valid]
+    nearest = np.argmin(((grid[:, None] - valid_points[None]) ** 2).sum(-1), axis=1)
+    return table.astype(np.float32), nearest.astype(np.int32)
+
+
+def _in_solid(points, solids):
+    """[..., 2] points, [K, 4] blocks (x0, y0, x1, y1) -> [...] bool: inside a block."""
+    xp = jnp if isinstance(points, jax.Array) else np
+    if solids.shape[0] == 0:
+        return xp.zeros(points.shape[:-1], bool)
+    x, y = points[..., None, 0], points[..., None, 1]
+    inside = (x >= solids[:, 0]) & (x <= solids[:, 2]) & (y >= solids[:, 1]) & (y <= solids[:, 3])
+    return inside.any(-1)
+
+
 def _check_walls(walls) -> np.ndarray:
     try:
         array = np.asarray(walls, np.float64).reshape(-1, 2, 2)
@@ -193,6 +282,28 @@ class PlanarStartGoalTasks:
     """What a task's invalid goal becomes: "snap", the nearest valid snap-grid centre (the
     default; SVGG relies on it); "keep", the goal as given, which no episode can reach, so
     that an infeasible goal costs a full episode (`max_episode_steps`)."""
+
+    step_length: float
+    """The farthest one env step moves the point: the unit of `start_distance`."""
+
+    def start_distance(self, starts: jax.Array, task: jax.Array) -> jax.Array:
+        """starts [..., 2], task [4] -> [...] float32: the shortest path from each start
+        to the task's goal, in env steps (of `step_length`). Jittable.
+
+        Measured on the 8-connected graph of the valid centres of a PATH_GRID x
+        PATH_GRID grid (a point counts as its cell's nearest valid centre), so it is
+        within a grid cell or so of the true shortest path; inf where there is none."""
+        table, nearest = (jnp.asarray(a) for a in self._path_tables())
+        cell = lambda p: nearest[_grid_index(p, PATH_GRID)]  # noqa: E731
+        goal = jnp.asarray(task, jnp.float32)[2:4]
+        return table[cell(jnp.asarray(starts, jnp.float32)), cell(goal)]
+
+    def _path_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """(distances [V, V] float32 in env steps between the V valid grid centres, the
+        nearest valid centre [PATH_GRID ** 2] int32 of every grid cell); built once."""
+        if getattr(self, "_paths", None) is None:
+            self._paths = _grid_paths(self._valid_np, self.walls, PATH_GRID, self.step_length)
+        return self._paths
 
     def valid_position(self, points: jax.Array) -> jax.Array:
         """[..., 2] -> [..., 2]: the point if valid, else the nearest valid snap-grid centre."""
@@ -320,13 +431,18 @@ class PointMaze(PlanarStartGoalTasks, PositionGoalObservation, GoalTaskEnv, Star
                 )
             inner = _check_walls(LAYOUTS[layout]) if LAYOUTS[layout] else np.zeros((0, 2, 2))
             self.layout_name = layout
+            solids = SOLIDS.get(layout, ())
         else:
             inner = _check_walls(walls) if len(walls) else np.zeros((0, 2, 2))
             self.layout_name = "custom"
+            solids = ()
+        self.solids = np.asarray(solids, np.float32).reshape(-1, 4)
+        """[K, 4] solid blocks (x0, y0, x1, y1): no valid point inside (`SOLIDS`)."""
         for value, field in ((step_size, "env.step_size"), (goal_tolerance, "env.goal_tolerance")):
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 0.5:
                 raise ConfigError(f"{field} must be a number in (0, 0.5), got {value!r}")
         self.step_size = float(step_size)
+        self.step_length = self.step_size
         self.goal_tolerance = float(goal_tolerance)
         self.max_episode_steps = positive_int(max_episode_steps, "env.max_episode_steps") or 100
         self.inner_walls = inner.astype(np.float32)
@@ -370,15 +486,18 @@ class PointMaze(PlanarStartGoalTasks, PositionGoalObservation, GoalTaskEnv, Star
         points = np.asarray(points, np.float64)
         inside = np.all((points >= 0.0) & (points <= 1.0), axis=-1)
         far = segment_distance(points, self.walls[:, 0], self.walls[:, 1]).min(-1)
-        return inside & (far >= self.goal_tolerance - MARGIN_SLACK)
+        clear = far >= self.goal_tolerance - MARGIN_SLACK
+        return inside & clear & ~_in_solid(points, self.solids)
 
     def is_valid_position(self, points: jax.Array) -> jax.Array:
-        """[..., 2] -> [...] bool: inside the square, >= goal_tolerance from every wall."""
+        """[..., 2] -> [...] bool: inside the square, >= goal_tolerance from every wall,
+        outside every solid block."""
         points = jnp.asarray(points, jnp.float32)
         inside = jnp.all((points >= 0.0) & (points <= 1.0), axis=-1)
         walls = jnp.asarray(self.walls)
         far = segment_distance(points, walls[:, 0], walls[:, 1]).min(-1)
-        return inside & (far >= self.goal_tolerance - MARGIN_SLACK)
+        solid = _in_solid(points, jnp.asarray(self.solids))
+        return inside & (far >= self.goal_tolerance - MARGIN_SLACK) & ~solid
 
     # -- task and spaces -------------------------------------------------------------------
 

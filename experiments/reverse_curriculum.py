@@ -1,18 +1,23 @@
 """Reverse curriculum (Florensa et al. 2017) vs uniform starts vs a fixed far start:
-PPO on goal_maze, several vmapped seeds per method.
+PPO on goal_maze or point_maze, several vmapped seeds per method.
 
     python -m experiments.reverse_curriculum [--config experiments/configs/reverse_curriculum.yaml]
         [--set base.loop.total_env_steps=100000 ...] [--methods reverse uniform_start fixed]
         [--seeds N] [--out runs/reverse_curriculum] [--no-progress]
 
-The goal is the layout's G; the hard start is the free cell farthest from it by BFS. All
-methods hand out tasks with that goal: `reverse` starts near the goal and grows outwards,
-`uniform_start` draws starts uniformly, `fixed` always starts at the hard start. The
-metric, every `eval_every` env steps, is success *from the hard start*: the greedy
-policy's (one deterministic episode; 0 or 1 per seed) and the sampled policy's success
-rate over `eval_episodes` episodes. Also recorded: the mean BFS distance to the goal of
-the starts handed out (the curriculum's reach). Writes results.json, table.md and
-curves.png to --out and prints the table.
+The goal is the env's default goal. The hard start is `hard_start` if the config gives
+one, else the env's default start on point_maze and the free cell farthest from the
+goal on goal_maze. All methods hand out tasks with that goal: `reverse` starts near the
+goal and grows outwards, `uniform_start` draws starts uniformly, `fixed` always starts
+at the hard start. The metric, every `eval_every` env steps, is success *from the hard
+start*: the greedy policy's (one deterministic episode; 0 or 1 per seed) and the sampled
+policy's success rate over `eval_episodes` episodes. *Final* success is the sampled
+success averaged over the last `final_evaluations` evaluations. Also recorded: the mean
+distance to the goal (env steps along the shortest path, `start_distance`) of the starts
+handed out (the curriculum's reach), and the reverse teacher's scalars (rounds, rounds
+without a good start, the good set's distance). Writes results.json, table.md and
+curves.png to --out and prints the table, with Welch's p of each method's final success
+against `fixed`'s.
 """
 
 from __future__ import annotations
@@ -53,16 +58,20 @@ class ReverseCurriculumConfig:
     """Keyword arguments of `make_reverse` (preset and overrides; checked by it)."""
     eval_episodes: int = 32
     """Sampled-policy episodes from the hard start per evaluation."""
+    hard_start: tuple[float, float] | None = None
+    """The start success is measured from; None: see the module docstring."""
+    final_evaluations: int = 3
+    """Final success: the mean over this many last evaluations."""
 
 
 def parse(data: dict) -> ReverseCurriculumConfig:
-    known = {"base", "methods", "reverse", "eval_episodes"}
+    known = {"base", "methods", "reverse", "eval_episodes", "hard_start", "final_evaluations"}
     for key in data:
         if key not in known:
             raise ConfigError(f"config: unknown key {key!r} (known: {', '.join(sorted(known))})")
     base = parse_config(data.get("base") or {})
-    if base.env.name != "goal_maze":
-        raise ConfigError(f"base.env.name must be goal_maze (BFS distances), got {base.env.name}")
+    if base.env.name not in ("goal_maze", "point_maze"):
+        raise ConfigError(f"base.env.name must be goal_maze or point_maze, got {base.env.name}")
     if base.loop.mode != "episode":
         raise ConfigError("base.loop.mode must be episode (starts are taken at each reset)")
     methods = tuple(data.get("methods") or METHODS)
@@ -75,16 +84,43 @@ def parse(data: dict) -> ReverseCurriculumConfig:
     episodes = data.get("eval_episodes", 32)
     if not isinstance(episodes, int) or isinstance(episodes, bool) or episodes < 1:
         raise ConfigError(f"eval_episodes must be a positive integer, got {episodes!r}")
-    return ReverseCurriculumConfig(base, methods, dict(reverse), episodes)
+    hard = data.get("hard_start")
+    if hard is not None:
+        if not isinstance(hard, list | tuple) or len(hard) != 2:
+            raise ConfigError(f"hard_start must be [x, y], got {hard!r}")
+        hard = (float(hard[0]), float(hard[1]))
+    final = data.get("final_evaluations", 3)
+    if not isinstance(final, int) or isinstance(final, bool) or final < 1:
+        raise ConfigError(f"final_evaluations must be a positive integer, got {final!r}")
+    return ReverseCurriculumConfig(base, methods, dict(reverse), episodes, hard, final)
 
 
-def hard_task(env) -> tuple[np.ndarray, int]:
-    """(task [4] from the free cell farthest from the layout's goal, its BFS distance)."""
-    goal = np.asarray(env.default_params().goal)
-    cells = env.free_cells()
-    dist = env.shortest_path_distance(cells, np.broadcast_to(goal, cells.shape))
-    far = cells[int(np.argmax(dist))]
-    return env.task_for(far, goal).astype(np.float32), int(dist.max())
+def hard_task(env, hard_start=None) -> tuple[np.ndarray, float]:
+    """(task [4] from the hard start to the env's default goal, its distance in env
+    steps): `hard_start` if given, else point_maze's default start or goal_maze's free
+    cell farthest from the goal."""
+    import jax.numpy as jnp
+
+    default = np.asarray(env.task_space.default, np.float32)
+    if hard_start is not None:
+        start = np.asarray(hard_start, np.float32)
+    elif hasattr(env, "free_cells"):
+        starts = env.goal_grid()  # every free cell
+        start = starts[int(np.argmax(env.start_distance(jnp.asarray(starts), default)))]
+    else:
+        start = default[:2]
+    task = np.concatenate([start, default[2:]]).astype(np.float32)
+    # The start as the env resets it (goal_maze: its cell's coordinates).
+    task = np.asarray(env.task_with_start(task, start_of(env, task)), np.float32)
+    return task, float(env.start_distance(jnp.asarray(task[:2]), task))
+
+
+def start_of(env, task: np.ndarray) -> np.ndarray:
+    """[2]: the start an episode of `task` begins at."""
+    import jax
+
+    _, state = env.reset(jax.random.PRNGKey(0), env.task_to_params(task, None))
+    return np.asarray(env.start_from_state(state))
 
 
 def make_trainer(config: ReverseCurriculumConfig, method: str):
@@ -96,7 +132,7 @@ def make_trainer(config: ReverseCurriculumConfig, method: str):
     base = replace_config(config.base, teacher=ComponentConfig("fixed"))
     components = build_components(base)
     env = components.env
-    task, distance = hard_task(env)
+    task, distance = hard_task(env, config.hard_start)
     # Every teacher's default task is the hard one: the fixed start and the shared goal.
     space = env.task_space.replace(default=tuple(task.tolist()))
     if method == "reverse":
@@ -109,13 +145,28 @@ def make_trainer(config: ReverseCurriculumConfig, method: str):
     return trainer, env, task, distance
 
 
+MAP_BINS = 24
+"""Bins per side of the good-start map on point_maze (goal_maze maps its cells)."""
+
+
+def map_cells(env, starts):
+    """starts [..., 2] -> ((rows, cols) [..., 2] int32, (H, W)): the map cell of each
+    start, row 0 at y = 0; goal_maze's own cells, else MAP_BINS bins per side."""
+    import jax.numpy as jnp
+
+    if hasattr(env, "coords_to_cell"):
+        return env.coords_to_cell(starts), (env.height, env.width)
+    ij = jnp.clip(jnp.floor(starts * MAP_BINS), 0, MAP_BINS - 1).astype(jnp.int32)
+    return ij[..., ::-1], (MAP_BINS, MAP_BINS)
+
+
 def good_start_map(env, snapshot: dict):
-    """The reverse teacher's good-start buffer as counts per maze cell, [H, W] int32."""
+    """The reverse teacher's good-start buffer as counts per map cell, [H, W] int32."""
     import jax.numpy as jnp
 
     filled = jnp.arange(snapshot["buffer"].shape[0]) < snapshot["buffer_count"]
-    cells = env.coords_to_cell(snapshot["buffer"][:, :2])
-    counts = jnp.zeros((env.height, env.width), jnp.int32)
+    cells, shape = map_cells(env, snapshot["buffer"][:, :2])
+    counts = jnp.zeros(shape, jnp.int32)
     return counts.at[cells[:, 0], cells[:, 1]].add(filled.astype(jnp.int32))
 
 
@@ -138,13 +189,12 @@ def run_method(config: ReverseCurriculumConfig, method: str, progress: bool) -> 
     import jax
 
     trainer, env, task, distance = make_trainer(config, method)
-    goal = np.asarray(env.default_params().goal)
     good_starts: list[np.ndarray] = []  # [S, H, W] per evaluation (reverse only)
+    start_distance = jax.jit(env.start_distance)
 
     def record(metrics: dict) -> dict[str, np.ndarray]:
         tasks = np.asarray(metrics["tasks"])  # [S, n, 4]
-        cells = np.asarray(env.coords_to_cell(jax.numpy.asarray(tasks[..., :2])))
-        reach = env.shortest_path_distance(cells, np.broadcast_to(goal, cells.shape))
+        reach = np.asarray(start_distance(jax.numpy.asarray(tasks[..., :2]), task))
         if "good_starts" in metrics:
             good_starts.append(np.asarray(metrics["good_starts"]))
         return {
@@ -167,6 +217,7 @@ def run_method(config: ReverseCurriculumConfig, method: str, progress: bool) -> 
         method,
         hard_task=task.tolist(),
         hard_distance=distance,
+        final_evaluations=config.final_evaluations,
         # The teacher snapshot of every evaluation: good starts per cell, [chunks, S, H, W]
         # (reverse only; None for the baselines).
         good_starts=np.stack(good_starts).tolist() if good_starts else None,
@@ -181,22 +232,41 @@ def steps_to(curve: np.ndarray, steps: list[int], level: float) -> str:
     return f"{int(np.median(hits)):,} ({len(hits)}/{len(curve)})"
 
 
+def final_success(result: dict, evaluations: int) -> np.ndarray:
+    """[S] sampled success from the hard start, mean over the last `evaluations`."""
+    return np.asarray(result["sampled_success"])[:, -evaluations:].mean(axis=1)
+
+
 def table(results: list[dict]) -> str:
+    from acl.benchmark.report import welch_p
+
+    final_evaluations = int(results[0].get("final_evaluations", 1))
+    baseline = {r["method"]: r for r in results}.get("fixed")
     rows = []
     for r in results:
         sampled = np.asarray(r["sampled_success"])
         greedy = np.asarray(r["greedy_success"])
-        m, se = mean_se(sampled[:, -1])
-        g, gse = mean_se(greedy[:, -1])
+        final = final_success(r, final_evaluations)
+        m, se = mean_se(final)
+        g, gse = mean_se(greedy[:, -final_evaluations:].mean(axis=1))
+        p = ""
+        if baseline is not None and r is not baseline:
+            p = f"{welch_p(final, final_success(baseline, final_evaluations)):.2g}"
+        fallback = np.asarray(r.get("teacher_fallback_rounds", np.zeros((1, 1))))[:, -1]
+        rounds = np.asarray(r.get("teacher_rounds", np.zeros((1, 1))))[:, -1]
         rows.append(
             {
                 "method": r["method"],
                 "seeds": len(sampled),
                 "env steps/seed": f"{r['env_steps'][-1]:,}",
-                "final success (sampled)": f"{m:.2f} ± {se:.2f}",
+                f"final success (sampled, last {final_evaluations})": f"{m:.2f} ± {se:.2f}",
+                "Welch p vs fixed": p,
                 "final success (greedy)": f"{g:.2f} ± {gse:.2f}",
                 "steps to 0.5 (sampled)": steps_to(sampled, r["env_steps"], 0.5),
                 "final reach": f"{np.mean(np.asarray(r['reach'])[:, -1]):.1f}",
+                "rounds (fallback)": (
+                    f"{rounds.mean():.0f} ({fallback.mean():.0f})" if "teacher_rounds" in r else ""
+                ),
                 "compile s": f"{r['compile_seconds']:.0f}",
                 "wall s": f"{r['wall_seconds']:.0f}",
             }

@@ -75,6 +75,8 @@ def test_bad_static_config_is_a_config_error():
         make_env("brax_goal", pipeline="springs")
     with pytest.raises(ConfigError, match="accepted"):
         make_env("brax_goal", walls=[])
+    with pytest.raises(ConfigError, match="solid blocks"):
+        make_env("brax_goal", layout="florensa_u")
 
 
 def test_valid_positions_keep_the_tolerance_from_every_wall_box(env):

@@ -15,6 +15,7 @@ import pytest
 
 from acl.errors import ConfigError
 from envs.base import GoalTaskEnv
+from envs.goal_maze import GoalMaze
 from envs.point_maze import SKIN, PointMaze
 from envs.registry import make_env
 
@@ -295,3 +296,38 @@ def test_kept_invalid_goal_is_never_reached_and_costs_a_full_episode():
             assert bool(terminated) and float(reward) == 0.0
     with pytest.raises(ConfigError, match="env.invalid_goal must be 'snap' or 'keep'"):
         make_env("point_maze", invalid_goal="drop")
+
+
+def test_florensa_u_maze_is_the_papers_maze_scaled_to_the_unit_square():
+    env = PointMaze(layout="florensa_u")
+    np.testing.assert_allclose(env.task_space.default, (1 / 6, 1 / 6, 1 / 6, 5 / 6), atol=1e-6)
+    # The inner block is solid: no valid point inside it, and none snaps into it.
+    inside = jnp.array([[0.3, 0.5], [0.6, 0.4], [0.05, 0.6]])
+    assert not np.asarray(env.is_valid_position(inside)).any()
+    assert not env._valid_np(np.asarray(inside)).any()
+    snapped = np.asarray(env.valid_position(inside))
+    assert np.asarray(env.is_valid_position(jnp.asarray(snapped))).all()
+    # Corridors 1/3 wide: their centre lines are valid.
+    corridors = jnp.array([[0.5, 1 / 6], [5 / 6, 0.5], [0.5, 5 / 6]])
+    assert np.asarray(env.is_valid_position(corridors)).all()
+
+
+def test_start_distance_follows_the_maze_not_the_straight_line():
+    env = PointMaze(layout="florensa_u")
+    task = jnp.asarray(env.task_space.default)
+    far = env.start_distance(task[:2], task)
+    # Round the U: right 2/3, up 2/3, left 2/3, less the corners cut by diagonal moves.
+    straight = np.linalg.norm(np.asarray(task[:2] - task[2:])) / env.step_size
+    assert 1.5 / env.step_size < float(far) < 2.1 / env.step_size
+    assert float(far) > 2 * straight
+    # Along the U the distance falls monotonically towards the goal.
+    path = jnp.array([[1 / 6, 1 / 6], [5 / 6, 1 / 6], [5 / 6, 5 / 6], [1 / 6, 5 / 6]])
+    d = np.asarray(env.start_distance(path, task))
+    assert np.all(np.diff(d) < 0) and d[-1] == 0
+    # goal_maze: its BFS steps.
+    grid = GoalMaze("u_maze")
+    cells = grid.free_cells()
+    goal = np.asarray(grid.default_params().goal)
+    bfs = grid.shortest_path_distance(cells, np.broadcast_to(goal, cells.shape))
+    got = grid.start_distance(jnp.asarray(grid.cell_to_coords(cells)), grid.task_space.default_task)
+    np.testing.assert_array_equal(np.asarray(got), bfs)

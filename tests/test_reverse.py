@@ -71,6 +71,9 @@ class ToyStartEnv(StartTaskEnv):
     def goal_start(self, task):
         return jnp.asarray(task, jnp.float32)[:2]
 
+    def start_distance(self, starts, task):
+        return jnp.abs(starts - self.goal_start(task)).sum(-1) / 0.1
+
 
 SMALL = dict(
     n_new=16, n_old=8, brownian_horizon=4, num_walks=8, updates_per_round=2, buffer_capacity=32
@@ -168,9 +171,13 @@ K = 64
 """Records per hand-built feedback (padded with masked rows): one update shape."""
 
 
-def padded(feedback: Feedback) -> Feedback:
-    """`feedback` padded to K records with masked ones."""
-    extra = K - feedback.mask.shape[0]
+K_ROUND = 192
+"""Records of a whole round's feedback (num_rollouts episodes of every batch start)."""
+
+
+def padded(feedback: Feedback, size: int = K) -> Feedback:
+    """`feedback` padded to `size` records with masked ones."""
+    extra = size - feedback.mask.shape[0]
     return jax.tree.map(
         lambda x: jnp.concatenate([x, jnp.zeros((extra,) + x.shape[1:], x.dtype)]), feedback
     )
@@ -249,8 +256,8 @@ def test_expansion_stays_within_brownian_horizon_of_good_starts():
 
 
 def all_same_outcome(teacher, state, success: bool) -> Feedback:
-    """One episode per batch start, all with the same success flag."""
-    tasks = teacher.batch_tasks(state)
+    """`num_rollouts` episodes per batch start, all with the same success flag."""
+    tasks = jnp.tile(teacher.batch_tasks(state), (teacher.num_rollouts, 1))
     n = tasks.shape[0]
     return padded(
         Feedback(
@@ -259,33 +266,63 @@ def all_same_outcome(teacher, state, success: bool) -> Feedback:
             success=jnp.full(n, success),
             length=jnp.ones(n, jnp.int32),
             mask=jnp.ones(n, bool),
-        )
+        ),
+        size=K_ROUND,
     )
 
 
-def test_no_good_start_mostly_too_hard_replays_the_buffer():
+@pytest.mark.parametrize("success", [True, False], ids=["too_easy", "too_hard"])
+def test_a_round_without_good_start_walks_from_the_last_good_set(success):
     teacher = maze_teacher()
-    state = init(teacher)
-    after = jitted(teacher)[2](state, KEY, None, all_same_outcome(teacher, state, False), None, 1)
-    # Only the seed is in the buffer, so the walks start at the goal again.
-    goal = np.asarray(MAZE.default_params().goal)[None]
-    assert int(after.buffer_count) == 1 and int(after.rounds) == 1
-    assert distance(MAZE, after.batch, goal).max() <= teacher.brownian_horizon
-
-
-def test_no_good_start_mostly_too_easy_walks_longer():
-    teacher = maze_teacher()
-    state = init(teacher)
-    goal = np.asarray(MAZE.default_params().goal)[None]
-    assert distance(MAZE, state.batch, goal).max() <= teacher.brownian_horizon
-    after = jitted(teacher)[2](state, KEY, None, all_same_outcome(teacher, state, True), None, 1)
-    assert int(after.buffer_count) == 1 and int(after.rounds) == 1
+    state, feedback, _ = hand_built_round(teacher)
+    _, _, update = jitted(teacher)
+    first = update(state, KEY, None, feedback, None, jnp.int32(1))  # A, B, E are good
+    good_cells = np.array([CELLS[n] for n in KEEP])
+    kept = np.asarray(first.good_set)[np.asarray(first.good_set_mask)]
+    np.testing.assert_allclose(np.sort(kept, 0), np.sort(MAZE.cell_to_coords(good_cells), 0))
+    assert int(first.fallback_rounds) == 0
+    # Every start of the next round is too easy (or too hard): no good start.
+    after = update(first, KEY, None, all_same_outcome(teacher, first, success), None, 3)
+    assert int(after.rounds) == 2 and int(after.last_good) == 0
+    assert int(after.fallback_rounds) == 1
+    np.testing.assert_array_equal(after.good_set_mask, first.good_set_mask)
+    np.testing.assert_array_equal(after.good_set, first.good_set)
+    # The candidates are walked from the last good set, with the same horizon T_B...
     new = np.asarray(after.batch[: teacher.n_new])
     on_grid(MAZE, new)
-    # Walks of 10 T_B from starts within T_B of the goal: some end beyond 2 T_B.
-    reach = distance(MAZE, new, goal)
-    assert reach.max() > 2 * teacher.brownian_horizon
-    assert reach.max() <= (teacher.easy_horizon_factor + 1) * teacher.brownian_horizon
+    assert distance(MAZE, new, good_cells).max() <= teacher.brownian_horizon
+    # ... and are on average at least the set's mean distance to the goal less one step.
+    goal = np.asarray(MAZE.default_params().goal)[None]
+    set_mean = distance(MAZE, MAZE.cell_to_coords(good_cells), goal).mean()
+    assert float(teacher.set_distance(first)) == pytest.approx(set_mean)
+    assert distance(MAZE, new, goal).mean() >= set_mean - 1
+    # Each candidate is: walk states nearer the goal than that are left out.
+    assert distance(MAZE, new, goal).min() >= set_mean - 1
+
+
+def test_fewer_than_n_rollouts_label_nothing():
+    teacher = maze_teacher()
+    state = init(teacher)
+    tasks = teacher.batch_tasks(state)[:1]
+    n = teacher.num_rollouts - 1
+    feedback = padded(
+        Feedback(
+            task=jnp.tile(tasks, (n, 1)),
+            episode_return=jnp.zeros(n),
+            success=jnp.arange(n) == 0,  # a rate of 1 / (N - 1): in range if labelled
+            length=jnp.ones(n, jnp.int32),
+            mask=jnp.ones(n, bool),
+        )
+    )
+    update = jitted(teacher)[2]
+    # At the round boundary nothing can be labelled yet: the round is extended.
+    extended = update(state, KEY, None, feedback, None, jnp.int32(1))
+    assert not np.asarray(teacher.labels(extended)["good"]).any()
+    assert int(extended.rounds) == 0
+    np.testing.assert_array_equal(extended.batch, state.batch)
+    # N - 1 more episodes: now N or more, a rate in range, a good start.
+    after = update(extended, KEY, None, feedback, None, jnp.int32(3))
+    assert int(after.rounds) == 1 and int(after.last_good) >= 1
 
 
 def test_round_without_finished_episodes_is_extended():
@@ -529,3 +566,63 @@ def test_brax_goal_starts_are_valid_and_near_the_goal():
     _, tasks, _ = teacher.sample(state, jax.random.PRNGKey(1), 16)
     goals = np.asarray(env.goal_from_task(tasks))
     np.testing.assert_allclose(goals, np.broadcast_to(goal, goals.shape), atol=1e-6)
+
+
+def sampled_episodes(env: GoalMaze, task, key, n: int, noise: float) -> jax.Array:
+    """[n] bool: success of n episodes from `task` of a policy that takes the
+    shortest-path action, except with probability `noise` a uniform one (its greedy
+    action is the shortest-path one)."""
+    params = env.task_to_params(jnp.asarray(task), None)
+
+    def episode(key):
+        obs, state = env.reset(key, params)
+
+        def step(carry, key):
+            obs, state, done, success = carry
+            pick, explore, step_key = jax.random.split(key, 3)
+            uniform = jax.random.randint(pick, (), 0, 4)
+            explores = jax.random.uniform(explore) < noise
+            action = jnp.where(explores, uniform, env.oracle_action(obs))
+            obs, state, _, terminated, truncated, _ = env.step(step_key, state, action, params)
+            return (obs, state, done | terminated | truncated, success | (terminated & ~done)), None
+
+        keys = jax.random.split(key, env.max_episode_steps)
+        init = (obs, state, jnp.zeros((), bool), jnp.zeros((), bool))
+        return jax.lax.scan(step, init, keys)[0][3]
+
+    return jax.vmap(episode)(jax.random.split(key, n))
+
+
+def test_stochastic_policy_rollouts_give_intermediate_rates_where_greedy_always_succeeds():
+    # A start 6 steps from the goal with 8 steps to get there.
+    env = GoalMaze("u_maze", max_episode_steps=8)
+    cells = env.free_cells()
+    goal = np.asarray(env.default_params().goal)
+    steps = env.shortest_path_distance(cells, np.broadcast_to(goal, cells.shape))
+    start = env.cell_to_coords(cells[int(np.flatnonzero(steps == 6)[0])])
+    teacher = make_reverse(env.task_space, env=env, **MAZE_CONFIG)
+    state = jax.jit(teacher.init)(KEY, teacher.default_params())
+    state = state.replace(batch=jnp.broadcast_to(jnp.asarray(start), state.batch.shape))
+    task = teacher.batch_tasks(state)[0]
+    update = jax.jit(teacher.update)
+    rates = {}
+    for name, noise in (("greedy", 0.0), ("sampled", 0.3)):
+        success = sampled_episodes(env, task, jax.random.PRNGKey(1), 60, noise)
+        feedback = padded(
+            Feedback(
+                task=jnp.tile(task, (60, 1)),
+                episode_return=jnp.zeros(60),
+                success=success,
+                length=jnp.ones(60, jnp.int32),
+                mask=jnp.ones(60, bool),
+            )
+        )
+        mid = update(state, KEY, None, feedback, None, jnp.int32(0))
+        label = teacher.labels(mid)
+        rates[name] = float(label["rate"][0])
+        after = update(state, KEY, None, feedback, None, jnp.int32(1))
+        rates[name + "_good"] = int(after.last_good)
+    # The greedy policy always succeeds (too easy); sampled actions give a rate in range.
+    assert rates["greedy"] == 1.0 and rates["greedy_good"] == 0
+    assert 0.1 <= rates["sampled"] <= 0.9, rates
+    assert rates["sampled_good"] == 1

@@ -14,22 +14,32 @@ iterations) on a fixed batch of B = n_new + n_old starts:
    the first entry of the good-start buffer, and the first batch is expanded from it.
 2. Expansion (the paper's SampleNearby): `num_walks` random-action walks of
    `brownian_horizon` (T_B) steps of the env's own dynamics from seeds drawn uniformly
-   from the current good starts; every visited state (and the seeds) joins a pool of
-   num_walks * (T_B + 1) starts; the n_new new starts are drawn uniformly from it.
-   Actions are uniform draws from the env's action space (the paper adds Gaussian noise
-   N(0, Sigma) to continuous actions; for discrete actions a uniform action is the
-   random walk).
+   from the *good set* (the last round's good starts); every visited state (and the
+   seeds) joins a pool of num_walks * (T_B + 1) starts; the n_new new starts are drawn
+   uniformly from it. Actions are uniform draws from the env's action space (the paper
+   adds Gaussian noise N(0, Sigma) to continuous actions; for discrete actions a
+   uniform action is the random walk).
 3. Replay: n_old starts drawn uniformly from the good-start buffer (all good starts so
    far, seeded with s^g), so the student does not forget the easier starts.
 4. Labelling: every feedback record whose task equals a batch task (within
    `match_tolerance`, every coordinate) counts as an attempt of that start, and of every
-   identical copy of it in the batch; its success flag counts as a success. At the end
-   of the round each start with at least one attempt gets its success rate; "good"
+   identical copy of it in the batch; its success flag counts as a success. The records
+   are the training episodes, run by the student's *stochastic* policy (sampled
+   actions), so they are the paper's rollouts of pi_i from each start and count toward
+   the env-step budget like every training step. At the end of the round each start
+   with at least `num_rollouts` (N) finished episodes gets its success rate; "good"
    starts are those with a rate in [r_min, r_max]. Episodes of tasks from an earlier
    batch (episodes run across batch boundaries in `episode` mode) match nothing and are
    ignored.
-5. The distinct good starts (one per set of identical copies) join the buffer and seed
-   the next expansion.
+5. The distinct good starts (one per set of identical copies) join the buffer and
+   become the good set that seeds the next expansion.
+6. A round with no good start (no rule in the paper's Algorithm 1): the good set stays
+   the last round's that had one, the walks start from it with the same horizon T_B,
+   and only walk states at least as far from the goal as the set's mean distance less
+   one step (`StartTaskEnv.start_distance`) are candidates, so the candidates' mean
+   distance is at least that too: the frontier neither drifts back to the goal nor
+   jumps out of reach. Such rounds are counted (`fallback_rounds` in the snapshot,
+   hence in the run's metrics). If no walk state qualifies, every one is a candidate.
 
 Batch tasks are handed out in order, cycling through the batch from a cursor that
 carries over between `sample` calls, so the n_new : n_old mix of the handed-out tasks
@@ -49,17 +59,17 @@ Where this departs from the paper, and why:
 - The paper's expansion loops until M = 10000 states are collected; here it is a fixed
   `num_walks` walks (default 200 x 50 steps: the same 10000 states), and the walks do not
   stop at termination (the dynamics are stepped on; done flags are ignored).
-- No good start in a round: following the authors' released code (rllab-curriculum;
-  recalled, not re-checked against its source here), the walks re-seed
-  from the replay buffer when most labelled starts were too hard, and otherwise run
-  `easy_horizon_factor` (10) times longer from the too-easy starts (the paper's code
-  also raises the action noise 10x; a uniform discrete action has none to raise).
-  Without this the curriculum stalls on a policy that generalises a few steps beyond
-  its starts: every start is too easy and short walks never leave the easy region.
-  To keep one compiled program the walks always run the long horizon and the short
-  case uses their first T_B steps, so an expansion costs num_walks * 10 * T_B env steps.
-  A round in which no batch start got a single finished episode is extended instead
-  (the batch and its counts are kept until the next round boundary).
+- No good start in a round: step 6 above. The authors' code (rllab-curriculum,
+  `maze_brownian_algo.py`) re-seeds from the replay buffer when most labelled starts
+  were too hard and otherwise walks 10 x T_B steps (with 10 x the action noise) from
+  the too-easy starts; the first drifts back towards the goal and the second
+  overshoots into starts that are all too hard, so this rule replaces both.
+- A round in which no batch start got N finished episodes is extended instead (the
+  batch and its counts are kept until the next round boundary).
+- N: the authors label with 3 rollouts per start (`n_traj`), or from the training
+  paths of starts with at least 2. Here N (default 3) applies to the training
+  episodes; size a round (`updates_per_round` times the episodes per update) so that
+  the batch's starts get about N episodes each.
 - The round boundary is `(step + 1) % updates_per_round == 0` on the loop's update
   counter, the same for every seed, so under `vmap` over seeds the expansion is a real
   `lax.cond` branch (the original design, "vmap and control flow"); all per-seed choices inside it
@@ -67,9 +77,6 @@ Where this departs from the paper, and why:
 - The paper's start collection skips states within a distance threshold of stored ones;
   here only identical copies within one batch are merged, so the buffer can hold a
   start once per round in which it was good (a start that stays good is replayed more).
-- A start with one attempt is labelled 0 or 1, never good; the paper has the same effect
-  with few trajectories per start. Raise `updates_per_round` (or the number of envs) to
-  get more episodes per start.
 """
 
 from __future__ import annotations
@@ -94,7 +101,7 @@ START_ENV = dict(
     uses="walks the env's dynamics",
     build="make_reverse(task_space, env=...) (experiments/reverse_curriculum.py does)",
     protocol=StartTaskEnv,
-    methods=("start_from_state", "task_with_start", "goal_start"),
+    methods=("start_from_state", "task_with_start", "goal_start", "start_distance"),
 )
 """`checks.check_env`'s wording for the start-state teachers."""
 
@@ -140,8 +147,14 @@ class ReverseState:
     """int32: filled slots of the buffer (<= C)."""
     buffer_seen: jax.Array
     """int32: starts ever offered to the buffer (the reservoir's counter)."""
+    good_set: jax.Array
+    """[B, S] the good starts of the last round that had any (at first: s^g alone)."""
+    good_set_mask: jax.Array
+    """[B] bool: which rows of good_set are good starts."""
     rounds: jax.Array
     """int32: rounds completed."""
+    fallback_rounds: jax.Array
+    """int32: rounds completed without a good start (module docstring, step 6)."""
     last_good: jax.Array
     """int32: good starts found at the last round's labelling."""
     episodes_seen: jax.Array
@@ -168,11 +181,11 @@ class ReverseTeacher:
     num_walks: int = hparam(
         200, low=1, doc="Walks per expansion (paper: walks until M = 10000 states = 200 x T_B)."
     )
-    easy_horizon_factor: int = hparam(
-        10,
+    num_rollouts: int = hparam(
+        3,
         low=1,
-        doc="When a round has no good start and most labelled starts were too easy, the "
-        "walks from the too-easy starts run this many times T_B steps (paper's code: 10).",
+        doc="N: finished episodes of the stochastic policy a start needs in a round to be "
+        "labelled (authors' code: n_traj = 3).",
     )
     updates_per_round: int = hparam(
         5, low=1, doc="`update` calls per round: training iterations on one batch (paper: 5)."
@@ -221,6 +234,8 @@ class ReverseTeacher:
             params=params,
             key=round_key,
             batch=jnp.broadcast_to(seed, (b, self.start_dim)),
+            good_set=jnp.broadcast_to(seed, (b, self.start_dim)),
+            good_set_mask=jnp.arange(b) == 0,
             is_new=jnp.arange(b) < self.n_new,
             attempts=jnp.zeros((b,), jnp.int32),
             successes=jnp.zeros((b,), jnp.int32),
@@ -229,12 +244,11 @@ class ReverseTeacher:
             buffer_count=jnp.ones((), jnp.int32),
             buffer_seen=jnp.ones((), jnp.int32),
             rounds=jnp.zeros((), jnp.int32),
+            fallback_rounds=jnp.zeros((), jnp.int32),
             last_good=jnp.zeros((), jnp.int32),
             episodes_seen=jnp.zeros((), jnp.int32),
         )
-        # Expansion from the seed alone: only buffer slot 0 has weight.
-        weights = jnp.zeros((b + self.buffer_capacity,), jnp.float32).at[b].set(1.0)
-        return self._new_batch(state, first_key, weights)
+        return self._new_batch(state, first_key, -jnp.inf)
 
     # -- tasks ---------------------------------------------------------------------------
 
@@ -293,12 +307,12 @@ class ReverseTeacher:
 
     def labels(self, state: ReverseState) -> dict[str, jax.Array]:
         """Per batch start [B]: success rate, and whether it is good / too easy / too hard
-        (all False for a start without attempts)."""
+        (all False for a start with fewer than `num_rollouts` finished episodes)."""
         p = state.params
-        tried = state.attempts > 0
+        tried = state.attempts >= self.num_rollouts
         rate = state.successes / jnp.maximum(state.attempts, 1)
         return {
-            "rate": jnp.where(tried, rate, 0.0),
+            "rate": jnp.where(state.attempts > 0, rate, 0.0),
             "good": tried & (rate >= p.r_min) & (rate <= p.r_max),
             "too_easy": tried & (rate > p.r_max),
             "too_hard": tried & (rate < p.r_min),
@@ -312,6 +326,12 @@ class ReverseTeacher:
         earlier = jnp.arange(self.batch_size)[None, :] < jnp.arange(self.batch_size)[:, None]
         return ~jnp.any(same & earlier, axis=1)
 
+    def set_distance(self, state: ReverseState) -> jax.Array:
+        """Mean distance to the goal (env steps) of the good set's starts."""
+        distance = self.env.start_distance(state.good_set, state.params.base_task)
+        mask = state.good_set_mask
+        return jnp.sum(jnp.where(mask, distance, 0.0)) / jnp.maximum(mask.sum(), 1)
+
     def _end_round(self, state: ReverseState, step: jax.Array) -> ReverseState:
         label = self.labels(state)
         # One vote per distinct start: copies share their label, and would otherwise
@@ -320,23 +340,21 @@ class ReverseTeacher:
         reservoir_key, batch_key = jax.random.split(jax.random.fold_in(state.key, step))
         buffer, count, seen = self._reservoir_add(reservoir_key, state, good)
         any_good = jnp.any(good)
-        mostly_hard = label["too_hard"].sum() > label["too_easy"].sum()
-        replay = ~any_good & mostly_hard
-        too_easy = label["too_easy"] & self.first_copies(state)
-        from_batch = jnp.where(any_good, good, too_easy & ~replay)
-        from_buffer = (jnp.arange(self.buffer_capacity) < count) & replay
-        weights = jnp.concatenate([from_batch, from_buffer]).astype(jnp.float32)
+        # No good start: walks from the last good set, kept at most one step nearer.
+        threshold = jnp.where(any_good, -jnp.inf, self.set_distance(state) - 1.0)
         advanced = state.replace(
+            good_set=jnp.where(any_good, state.batch, state.good_set),
+            good_set_mask=jnp.where(any_good, good, state.good_set_mask),
             buffer=buffer,
             buffer_count=count,
             buffer_seen=seen,
             rounds=state.rounds + 1,
+            fallback_rounds=state.fallback_rounds + (~any_good).astype(jnp.int32),
             last_good=good.sum().astype(jnp.int32),  # distinct good starts
         )
-        long_walks = ~any_good & ~mostly_hard
-        advanced = self._new_batch(advanced, batch_key, weights, long_walks)
-        # No start finished an episode: keep the round going (nothing to label).
-        labelled = jnp.any(state.attempts > 0)
+        advanced = self._new_batch(advanced, batch_key, threshold)
+        # No start has N finished episodes yet: keep the round going (nothing to label).
+        labelled = jnp.any(state.attempts >= self.num_rollouts)
         return jax.tree.map(lambda new, old: jnp.where(labelled, new, old), advanced, state)
 
     def _reservoir_add(self, key: jax.Array, state: ReverseState, good: jax.Array):
@@ -361,43 +379,31 @@ class ReverseTeacher:
         (buffer, count, seen), _ = jax.lax.scan(offer, carry, (state.batch, good, u))
         return buffer, count, seen
 
-    def _new_batch(
-        self,
-        state: ReverseState,
-        key: jax.Array,
-        weights: jax.Array,
-        long_walks: jax.Array | bool = False,
-    ):
-        """A fresh batch: n_new from walks seeded by `weights` over [batch ++ buffer]
-        ([B + C]), n_old uniform from the buffer; counts and cursor reset.
-
-        The walks always run easy_horizon_factor * T_B steps (one program for every
-        seed under vmap); new starts come from their first T_B steps, or from all of
-        them where `long_walks` (bool scalar)."""
-        w, horizon = self.num_walks, self.brownian_horizon * self.easy_horizon_factor
+    def _new_batch(self, state: ReverseState, key: jax.Array, min_distance: jax.Array):
+        """A fresh batch: n_new from walks seeded uniformly by the good set, among the
+        visited states at least `min_distance` env steps from the goal (all of them if
+        none is), and n_old uniform from the buffer; counts and cursor reset."""
+        w, horizon = self.num_walks, self.brownian_horizon
         # Two random ops in all: random ops are slow to compile, and this runs in a cond.
         keys = jax.random.split(key, 1 + w + horizon * w)
         action_shape = self.env.action_space().shape
         num_action_u = horizon * w * int(np.prod(action_shape))
-        u = jax.random.uniform(keys[0], (w + 2 * self.n_new + self.n_old + num_action_u,))
-        seed_u, walk_u, time_u, old_u, action_u = jnp.split(
-            u, np.cumsum([w, self.n_new, self.n_new, self.n_old]).tolist()
+        u = jax.random.uniform(keys[0], (w + self.n_new + self.n_old + num_action_u,))
+        seed_u, new_u, old_u, action_u = jnp.split(
+            u, np.cumsum([w, self.n_new, self.n_old]).tolist()
         )
-        # Seeds in proportion to `weights` by inverse CDF (zero weights are never drawn).
-        pool = jnp.concatenate([state.batch, state.buffer])
-        cdf = jnp.cumsum(weights)
-        index = jnp.searchsorted(cdf, seed_u * cdf[-1], side="right")
-        seeds = pool[jnp.minimum(index, pool.shape[0] - 1)]
+        seeds = state.good_set[_weighted_index(seed_u, state.good_set_mask)]
         visited = self.brownian_walks(
             state.params.base_task,
             seeds,
             reset_keys=keys[1 : 1 + w],
             step_keys=keys[1 + w :].reshape(horizon, w, -1),
             action_u=action_u.reshape((horizon, w) + tuple(action_shape)),
-        )  # [W, L + 1, S]
-        # Uniform over the visited states of the used prefix: a uniform walk and time.
-        used = jnp.where(long_walks, horizon, self.brownian_horizon) + 1
-        new = visited[_uniform_index(walk_u, w), _uniform_index(time_u, used)]
+        ).reshape(w * (horizon + 1), self.start_dim)
+        distance = self.env.start_distance(visited, state.params.base_task)
+        far = distance >= min_distance
+        candidates = jnp.where(jnp.any(far), far, True)
+        new = visited[_weighted_index(new_u, candidates)]
         old = state.buffer[_uniform_index(old_u, state.buffer_count)]
         b = self.batch_size
         return state.replace(
@@ -453,10 +459,22 @@ class ReverseTeacher:
             "buffer": state.buffer,
             "buffer_count": state.buffer_count,
             "buffer_seen": state.buffer_seen,
+            "good_set": state.good_set,
+            "good_set_mask": state.good_set_mask,
+            "frontier_distance": self.set_distance(state),
             "rounds": state.rounds,
+            "fallback_rounds": state.fallback_rounds,
             "last_good": state.last_good,
             "episodes_seen": state.episodes_seen,
         }
+
+
+def _weighted_index(u: jax.Array, weights: jax.Array) -> jax.Array:
+    """Uniform numbers u [n] in [0, 1) -> n indices drawn in proportion to `weights`
+    [M] (zero weights are never drawn), by inverse CDF."""
+    cdf = jnp.cumsum(weights.astype(jnp.float32))
+    index = jnp.searchsorted(cdf, u * cdf[-1], side="right")
+    return jnp.minimum(index, weights.shape[0] - 1)
 
 
 def _uniform_index(u: jax.Array, size: jax.Array) -> jax.Array:
