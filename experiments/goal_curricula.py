@@ -2,12 +2,13 @@
 
     python -m experiments.goal_curricula svgg [ARGS...]      # SVGG vs random valid goals
     python -m experiments.goal_curricula recovery [ARGS...]  # SVGG, the maze changes halfway
-    python -m experiments.goal_curricula reverse [ARGS...]   # reverse curriculum vs uniform
+    python -m experiments.goal_curricula reverse [ARGS...]   # reverse curriculum, grid maze
+    python -m experiments.goal_curricula reverse_point [ARGS...]  # ... point-mass U-maze
     python -m experiments.goal_curricula jsrl [ARGS...]      # JSRL vs from scratch
     python -m experiments.goal_curricula all [--out runs/goal_curricula] [--no-progress]
 
 Each comparison is its own script (`experiments.svgg`, `experiments.reverse_curriculum`,
-`experiments.jsrl`); ARGS go to it unchanged (`--help` lists them). `all` runs the four
+`experiments.jsrl`); ARGS go to it unchanged (`--help` lists them). `all` runs them all
 with their default configs, each into its own folder under --out, where
 `notebooks/goal_curricula.ipynb` reads them.
 """
@@ -23,6 +24,10 @@ COMPARISONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "svgg": ("experiments.svgg", ()),
     "recovery": ("experiments.svgg", ("--recovery",)),
     "reverse": ("experiments.reverse_curriculum", ()),
+    "reverse_point": (
+        "experiments.reverse_curriculum",
+        ("--config", str(Path(__file__).parent / "configs" / "reverse_point_maze.yaml")),
+    ),
     "jsrl": ("experiments.jsrl", ()),
 }
 

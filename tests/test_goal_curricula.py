@@ -29,8 +29,17 @@ def test_all_runs_every_comparison_into_its_own_folder(calls):
         ["--out", "out/svgg"],
         ["--recovery", "--out"],
         ["--out", "out/reverse"],
+        [
+            "--config",
+            str(
+                goal_curricula.Path(goal_curricula.__file__).parent
+                / "configs"
+                / "reverse_point_maze.yaml"
+            ),
+        ],
         ["--out", "out/jsrl"],
     ]
+    assert calls[3][1][2:4] == ["--out", "out/reverse_point"]
     assert all(argv[-1] == "--no-progress" for _, argv in calls)
 
 

@@ -506,18 +506,21 @@ def test_experiment_writes_curves_and_good_starts_per_evaluation(tmp_path):
     assert main([*argv, "--no-progress"]) == 0
     results = json.loads((tmp_path / "results.json").read_text())["results"]
     reverse, fixed = results
-    assert list(reverse)[:8] == [
+    assert list(reverse)[:9] == [
         "method",
         "env_steps",
         "hard_task",
         "hard_distance",
+        "final_evaluations",
         "good_starts",
         "compile_seconds",
         "wall_seconds",
         "env_steps_per_second",
     ]
     assert reverse["env_steps"] == [1024, 2048]
-    for name in ("greedy_success", "sampled_success", "train_success", "reach"):
+    curves = ("greedy_success", "sampled_success", "train_success", "reach")
+    curves += ("teacher_fallback_rounds", "teacher_frontier_distance")
+    for name in curves:
         assert np.asarray(reverse[name]).shape == (2, 2), name
     # Good starts per cell, [evaluations, S, H, W]: as many as the buffer holds.
     good_starts = np.asarray(reverse["good_starts"])
