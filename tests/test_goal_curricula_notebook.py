@@ -1,4 +1,4 @@
-"""notebooks/goal_curricula.ipynb runs top to bottom on tiny runs of the four comparisons
+"""notebooks/goal_curricula.ipynb runs top to bottom on tiny runs of the five comparisons
 (tests/fixtures/goal_curricula, written by the scripts themselves at a few thousand steps)
 and draws every curve and teacher snapshot."""
 
@@ -14,7 +14,7 @@ from tests.notebooks import count_images, execute, stored_parameters_cell, strea
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "goal_curricula.ipynb"
 FIXTURE = ROOT / "tests" / "fixtures" / "goal_curricula"
-COMPARISONS = ("svgg", "recovery", "reverse", "jsrl")
+COMPARISONS = ("svgg", "recovery", "reverse", "reverse_point", "jsrl")
 
 
 def test_notebook_is_stored_clean():
@@ -33,13 +33,14 @@ def test_fixture_holds_a_snapshot_per_evaluation():
                 assert len(result["good_starts"]) == evaluations
 
 
-@pytest.mark.slow  # a kernel, matplotlib and four runs: about 25 s
+@pytest.mark.slow  # a kernel, matplotlib and five runs: about 30 s
 def test_notebook_executes_on_fixture(monkeypatch):
     monkeypatch.setenv("ACL_RESULTS_DIR", str(FIXTURE))
     monkeypatch.setenv("MPLBACKEND", "Agg")
     nb = execute(NOTEBOOK, ROOT / "notebooks", timeout=180)
     shown = streams(nb)
-    assert "ok: 4 comparisons, 10 methods" in shown
+    assert "ok: 5 comparisons, 13 methods" in shown
     pngs = count_images(nb)
-    # svgg and recovery: curves + particles each; reverse: curves + good starts; jsrl.
-    assert pngs == 7
+    # svgg and recovery: curves + particles each; reverse and reverse_point: curves +
+    # good starts each; jsrl.
+    assert pngs == 9
