@@ -4,6 +4,7 @@ success coverage, and the goal protocol's task_with_goal."""
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -528,6 +529,13 @@ def test_experiment_config_builds_every_method_without_compiling():
         assert changed.task_space.default == env.task_space.default
         np.testing.assert_array_equal(changed.default_params().start, env.default_params().start)
     assert kinds == {"svgg": "SVGGTeacher", "random_goal": "RandomGoalTeacher"}
+    # The issue-24 comparison: uniform_box and alp_gmm choose goals only.
+    config = parse(load_yaml(Path(DEFAULT_CONFIG).parent / "svgg_s_maze.yaml"))
+    for method in ("uniform_box", "alp_gmm"):
+        trainer, env = make_trainer(config, method)
+        assert type(trainer.teacher).__name__ == "SubspaceTeacher"
+        assert trainer.teacher.dims == (2, 3)
+        assert env.invalid_goal == "keep"
     with pytest.raises(ConfigError, match="unknown method"):
         parse({"methods": ["svgg", "nope"], "base": {"env": "point_maze"}})
     with pytest.raises(ConfigError, match="point_maze"):
