@@ -60,9 +60,10 @@ available here:
   (5, 1), very hard (1, 5) (`--alpha_beta` in the published commands);
 - 100 particles, Adam lr 0.1, one SVGD step every 20 env steps;
 - particles initialised N(0, I) in the point maze's coordinates, whose origin is the
-  start cell and whose cells are 1 unit wide (a maze of about 10 cells): around the
-  start, std one cell; hence `init_std` 0.1 of the goal box here. (With `goal_predict`,
-  their Fetch setting, every particle starts at the reset's achieved goal.)
+  start cell ("origin", the default start square) and whose cells are 1 unit wide:
+  around the start, std one cell. `init_std` 0.1 of the goal box is this module's
+  translation of "one cell", not a number of the authors'. (With `goal_predict`, their
+  Fetch setting, every particle starts at the reset's achieved goal.)
 - validity: a one-class SVM (nu = 0.01, RBF gamma = 0.5) refitted every 4000 steps on
   5000 achieved goals drawn from the replay buffer, i.e. visited states; log p_valid =
   log sigmoid(SVM decision function);
