@@ -1,13 +1,20 @@
-"""SVGG (Castanet, Sigaud, Lamprier 2023) vs random valid goals on point_maze: success
-coverage against env steps, several vmapped seeds per method, the same budget for both.
+"""SVGG (Castanet, Sigaud, Lamprier 2023) against goal baselines on point_maze: success
+coverage against env steps, several vmapped seeds per method, the same budget and seeds
+for all.
 
     python -m experiments.svgg [--config experiments/configs/svgg_point_maze.yaml]
         [--set base.loop.total_env_steps=100000 ...] [--methods svgg random_goal]
         [--seeds N] [--recovery] [--out runs/svgg] [--no-progress]
 
-Both teachers hand out tasks with the env's default start and their own goals: `svgg`
-goals from its particles (acl.teachers.svgg), `random_goal` goals uniform over the
-valid goals. The metric, every `eval_every` env steps, is *success coverage*: the share
+Every method hands out tasks with the env's default start and its own goals: `svgg`
+goals from its particles (acl.teachers.svgg); `uniform_box` goals uniform over the whole
+goal box, invalid ones included (with point_maze's `invalid_goal: keep` such a goal costs
+a full episode); `random_goal` goals uniform over the valid goals (an oracle: it knows
+which goals exist); `alp_gmm` ALP-GMM over the goal dimensions (`goal_dims`, through the
+`subspace` teacher). The table gives Welch's p of each method's final coverage against
+uniform_box and its difference from random_goal in standard errors.
+
+The metric, every `eval_every` env steps, is *success coverage*: the share
 of a fixed grid of valid goals (`PointMaze.goal_grid(coverage_grid)`) that the greedy
 policy reaches, one deterministic episode each from the default start
 (`acl.evaluation.success_coverage`). Per goal successes are kept too, for the map.
@@ -46,7 +53,11 @@ from experiments.comparison import (
     run_comparison,
 )
 
-METHODS = ("svgg", "random_goal")
+METHODS = ("svgg", "uniform_box", "random_goal", "alp_gmm")
+BASELINE = "uniform_box"
+"""The method Welch's p compares every other against."""
+ORACLE = "random_goal"
+"""Uniform over the valid goals: it knows which goals exist."""
 DEFAULT_CONFIG = Path(__file__).parent / "configs" / "svgg_point_maze.yaml"
 DEFAULT_RECOVERY_WALLS = (((0.0, 0.5), (0.7, 0.5)), ((0.45, 0.0), (0.45, 0.38)))
 """u_maze's wall plus one across its lower corridor at x = 0.45, open for y in
@@ -71,16 +82,21 @@ class SVGGExperimentConfig:
     """Env (point_maze), agent, loop and seeds shared by every method; its teacher is
     replaced per method."""
     methods: tuple[str, ...] = METHODS
-    """Which of svgg, random_goal to run."""
+    """Which of svgg, uniform_box, random_goal, alp_gmm to run."""
     svgg: dict = field(default_factory=dict)
     """Keyword arguments of `make_svgg` (checked by it)."""
+    alp_gmm: dict = field(default_factory=dict)
+    """Keyword arguments of the `alp_gmm` teacher over the goal dimensions."""
+    goal_dims: tuple[str, ...] = ("goal_x", "goal_y")
+    """The task dimensions uniform_box and alp_gmm choose (`subspace` teacher); the
+    others (the start) stay the default task's."""
     coverage_grid: int = 10
     """Coverage goals: the valid centres of a coverage_grid x coverage_grid grid."""
     recovery: RecoveryConfig = RecoveryConfig()
 
 
 def parse(data: dict) -> SVGGExperimentConfig:
-    known = {"base", "methods", "svgg", "coverage_grid", "recovery"}
+    known = {"base", "methods", "svgg", "alp_gmm", "goal_dims", "coverage_grid", "recovery"}
     for key in data:
         if key not in known:
             raise ConfigError(f"config: unknown key {key!r} (known: {', '.join(sorted(known))})")
@@ -94,8 +110,13 @@ def parse(data: dict) -> SVGGExperimentConfig:
         if m not in METHODS:
             raise ConfigError(f"methods: unknown method {m!r} (known: {', '.join(METHODS)})")
     svgg = data.get("svgg") or {}
-    if not isinstance(svgg, dict):
-        raise ConfigError(f"svgg: expected a mapping of teacher options, got {svgg!r}")
+    alp = data.get("alp_gmm") or {}
+    for name, value in (("svgg", svgg), ("alp_gmm", alp)):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{name}: expected a mapping of teacher options, got {value!r}")
+    goal_dims = data.get("goal_dims", ("goal_x", "goal_y"))
+    if isinstance(goal_dims, str) or not goal_dims:
+        raise ConfigError(f"goal_dims: expected a list of task dimensions, got {goal_dims!r}")
     grid = data.get("coverage_grid", 10)
     if not isinstance(grid, int) or isinstance(grid, bool) or grid < 1:
         raise ConfigError(f"coverage_grid must be a positive integer, got {grid!r}")
@@ -108,7 +129,9 @@ def parse(data: dict) -> SVGGExperimentConfig:
     walls = rec.get("walls", DEFAULT_RECOVERY_WALLS)
     walls = tuple(tuple(tuple(float(v) for v in end) for end in seg) for seg in walls)
     recovery = RecoveryConfig(walls=walls, at=float(at))
-    return SVGGExperimentConfig(base, methods, dict(svgg), grid, recovery)
+    return SVGGExperimentConfig(
+        base, methods, dict(svgg), dict(alp), tuple(goal_dims), grid, recovery
+    )
 
 
 def _env_config(config: SVGGExperimentConfig, walls) -> ExperimentConfig:
@@ -128,6 +151,7 @@ def make_trainer(config: SVGGExperimentConfig, method: str, walls=None):
     compilation."""
     from acl.build import build_components
     from acl.teachers import TEACHERS
+    from acl.teachers.base import RunContext
     from acl.train import Components, Trainer
 
     base = _env_config(config, walls)
@@ -137,9 +161,28 @@ def make_trainer(config: SVGGExperimentConfig, method: str, walls=None):
         # PointMaze(walls=...) would default to the "open" layout's start and goal.
         default = build_components(_env_config(config, None)).env.task_space.default
         env.task_space = env.task_space.replace(default=default)
-    options = config.svgg if method == "svgg" else {}
-    teacher = TEACHERS.get(method)(task_space=env.task_space, env=env, **options)
+    name, options = teacher_config(config, method)
+    context = RunContext(
+        env=env,
+        return_bounds=tuple(env.return_bounds),
+        loop_mode=base.loop.mode,
+        num_envs=base.loop.num_envs,
+    )
+    teacher = TEACHERS.get(name)(task_space=env.task_space, context=context, **options)
     return Trainer(base, Components(env, teacher, components.agent)), env
+
+
+def teacher_config(config: SVGGExperimentConfig, method: str) -> tuple[str, dict]:
+    """(registered teacher, its keys) of a method: uniform_box and alp_gmm choose the goal
+    dimensions only (`subspace`), the start fixed at the default task's."""
+    if method == "svgg":
+        return "svgg", dict(config.svgg)
+    if method == "uniform_box":
+        return "subspace", {"teacher": "random", "dims": list(config.goal_dims)}
+    if method == "alp_gmm":
+        inner = {"teacher": "alp_gmm", "dims": list(config.goal_dims), "inner": config.alp_gmm}
+        return "subspace", inner
+    return method, {}
 
 
 def chunk_fn(trainer, env):
@@ -262,18 +305,37 @@ def compare(results: list[dict], index: int = -1) -> list[dict]:
     return rows
 
 
+def final_coverage(result: dict) -> np.ndarray:
+    """[S] coverage at the last evaluation (the run's "final")."""
+    return np.asarray(result["coverage"])[:, -1]
+
+
 def table(results: list[dict]) -> str:
+    from acl.benchmark.report import welch_p
+
     rows = []
     recovery = results[0]["change_index"] is not None
+    by_method = {r["method"]: final_coverage(r) for r in results}
+    base, oracle = by_method.get(BASELINE), by_method.get(ORACLE)
     for r in results:
         coverage = np.asarray(r["coverage"])
-        m, se = mean_se(coverage[:, -1])
+        final = final_coverage(r)
+        m, se = mean_se(final)
         row = {
             "method": r["method"],
             "seeds": len(coverage),
             "env steps/seed": f"{r['env_steps'][-1]:,}",
             "final coverage": f"{m:.3f} ± {se:.3f}",
         }
+        if base is not None:
+            p = welch_p(final, base) if r["method"] != BASELINE else float("nan")
+            row[f"Welch p vs {BASELINE}"] = "" if np.isnan(p) else f"{p:.2g}"
+        if oracle is not None:
+            mo, so = mean_se(oracle)
+            diff_se = float(np.hypot(se, so))
+            row[f"- {ORACLE} (in SE)"] = (
+                "" if r["method"] == ORACLE else f"{m - mo:+.3f} ({(m - mo) / diff_se:+.1f})"
+            )
         if recovery:
             c = r["change_index"]
             b, bse = mean_se(coverage[:, c - 1])

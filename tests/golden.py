@@ -183,6 +183,12 @@ CONFIGS: dict[str, dict] = {
         _POINT_MAZE,
     ),
     "random_goal": _config({"name": "random_goal"}, _POINT_MAZE),
+    # ALP-GMM over point_maze's goals, the start fixed (issue 24's goal-only view).
+    "subspace": _config(
+        {"name": "subspace", "teacher": "alp_gmm", "dims": ["goal_x", "goal_y"], "inner": _GMM},
+        _POINT_MAZE,
+        {"max_feedback": 16},
+    ),
 }
 """One tiny run per registered teacher, as an experiment config dict."""
 

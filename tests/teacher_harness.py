@@ -47,6 +47,10 @@ HARNESS_SETTINGS = {
     "riac": dict(max_region_size=16, max_regions=31),
     # The box grows within the harness's updates (the default ramp is 100).
     "schedule": dict(ramp_iterations=3),
+    # ALP-GMM on two of the three dimensions, fitting within the rounds.
+    "subspace": dict(
+        teacher="alp_gmm", dims=["a", "c"], inner=dict(GMM_SETTINGS, return_bounds=(-1.0, 2.0))
+    ),
 }
 """Keys under which a registered teacher's periodic work happens within check_teacher's
 rounds (the defaults fit or split too late to be checked); others run as configured."""

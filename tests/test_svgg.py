@@ -4,6 +4,7 @@ success coverage, and the goal protocol's task_with_goal."""
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -20,6 +21,7 @@ from acl.teachers.base import Feedback
 from acl.teachers.svgg import (
     RandomGoalTeacher,
     SVGGTeacher,
+    fit_validity,
     kde_log_density,
     make_svgg,
     median_bandwidth,
@@ -191,6 +193,9 @@ MAZE_CONFIG = dict(
 )
 """One shape for the point_maze tests, so their update compiles once."""
 
+SMALL_MAZE = dict(num_particles=8, predictor_hidden=(8,), predictor_buffer=64, validity_buffer=64)
+"""Small buffers for the record-only tests (nothing there compiles an update)."""
+
 
 @functools.cache
 def maze_teacher() -> SVGGTeacher:
@@ -273,6 +278,93 @@ def test_validity_scores_the_reached_region_above_far_goals():
     assert (np.asarray(inside) > -1.0).all(), inside
     assert (np.asarray(far) < -10.0).all(), far
     assert np.asarray(inside).min() > np.asarray(far).max()
+
+
+def walk_rollout(path) -> Transition:
+    """A [T, 1] rollout of one episode visiting the goals `path` [T, G] in turn, ending
+    (done) at the last."""
+    path = jnp.asarray(path, jnp.float32)
+    t = path.shape[0]
+    obs_size = MAZE.observation_space().shape[0]
+    next_obs = jnp.zeros((t, 1, obs_size)).at[:, 0, : path.shape[1]].set(path)
+    done = jnp.zeros((t, 1), bool).at[-1].set(True)
+    return Transition(
+        obs=next_obs,
+        action=jnp.zeros((t, 1), jnp.int32),
+        reward=jnp.zeros((t, 1)),
+        terminated=done,
+        done=done,
+        next_obs=next_obs,
+        loss_mask=jnp.ones((t, 1)),
+        extras=None,
+    )
+
+
+def test_validity_data_hold_the_states_visited_on_the_way():
+    # One episode walks from the start to (0.9, 0.25) and back to (0.5, 0.25): the old
+    # rule kept only where it ended; the validity buffer must hold the way there too.
+    teacher = make_svgg(MAZE.task_space, env=MAZE, validity_per_update=20, **SMALL_MAZE)
+    state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
+    xs = np.concatenate([np.linspace(0.15, 0.9, 10), np.linspace(0.85, 0.5, 10)])
+    path = np.stack([xs, np.full_like(xs, 0.25)], -1)
+    records = feedback([[0.9, 0.25]], [False])
+    state = teacher.record(state, records, walk_rollout(path), jax.random.PRNGKey(1))
+    stored = np.asarray(state.achieved[: int(state.achieved_count)])
+    assert int(state.achieved_count) == 20
+    np.testing.assert_allclose(np.sort(stored[:, 0]), np.sort(xs), atol=1e-6)
+    # Subsampled to fit: 5 of the 20 states, all from the walk.
+    few = make_svgg(MAZE.task_space, env=MAZE, validity_per_update=5, **SMALL_MAZE)
+    state = few.init(jax.random.PRNGKey(0), few.default_params())
+    state = few.record(state, records, walk_rollout(path), jax.random.PRNGKey(1))
+    picked = np.asarray(state.achieved[:5, 0])
+    assert int(state.achieved_count) == 5 and len(np.unique(picked)) == 5
+    assert (np.abs(picked[:, None] - xs[None]).min(axis=1) < 1e-5).all()
+
+
+def test_leave_one_out_support_keeps_isolated_frontier_points():
+    # 95 visited goals in a tight cluster and 5 lone ones along the frontier.
+    cluster = 0.2 + 0.05 * jax.random.normal(jax.random.PRNGKey(0), (95, 2))
+    frontier = jnp.array([[0.6, 0.2], [0.7, 0.3], [0.8, 0.4], [0.6, 0.5], [0.2, 0.7]])
+    points = jnp.concatenate([cluster, frontier])
+    mask = jnp.ones(100, bool)
+    quantile, min_std = 0.05, 1e-3
+    bandwidth, tau = fit_validity(points, mask, quantile, 1.0, min_std)
+    log_kde = kde_log_density(frontier, points, mask, bandwidth)
+    kept = np.asarray(jax.nn.log_sigmoid(log_kde - tau))
+    # The old rule: the quantile of each point's density with its own kernel included.
+    own = kde_log_density(points, points, mask, bandwidth)
+    old_tau = jnp.sort(own)[int(np.floor(quantile * 99))]
+    old = np.asarray(jax.nn.log_sigmoid(log_kde - old_tau))
+    assert (kept > np.log(0.9)).all(), kept  # leave-one-out: all five inside the support
+    assert (old < np.log(0.5) + 1e-6).sum() >= 4, old  # self-included: four fall outside
+
+
+@pytest.mark.parametrize("invalid_goal", ["snap", "keep"])
+def test_predictor_is_labelled_with_the_goal_the_env_used(invalid_goal):
+    maze = PointMaze("u_maze", invalid_goal=invalid_goal)
+    teacher = make_svgg(maze.task_space, env=maze, **SMALL_MAZE)
+    state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
+    handed_out = jnp.array([[0.3, 0.5], [0.5, 0.99], [0.2, 0.2]])  # on the wall, at a side, valid
+    base = jnp.broadcast_to(maze.task_space.default_task, (3, 4))
+    records = Feedback(
+        task=maze.task_with_goal(base, handed_out),
+        episode_return=jnp.zeros(3),
+        success=jnp.array([False, False, True]),
+        length=jnp.ones(3, jnp.int32),
+        mask=jnp.ones(3, bool),
+    )
+    state = teacher.record(state, records, None)
+    stored = np.asarray(state.attempt_goal[:3])
+    used = np.asarray(maze.task_to_params(records.task[0], None).goal)
+    if invalid_goal == "snap":
+        expected = np.asarray(maze.valid_position(handed_out))
+        assert np.asarray(maze.is_valid_position(stored)).all()
+        assert not np.allclose(stored[:2], handed_out[:2])
+    else:
+        expected = np.asarray(handed_out)
+    np.testing.assert_allclose(stored, expected, atol=1e-6)
+    np.testing.assert_allclose(stored[0], used, atol=1e-6)
+    np.testing.assert_array_equal(state.attempt_success[:3], [0.0, 0.0, 1.0])
 
 
 @pytest.mark.slow  # compiles a full update (SVGD through D_phi and the KDE): 20-40 s
@@ -407,9 +499,9 @@ def test_config_errors(kwargs, message):
 def test_difficulty_presets_set_alpha_and_beta():
     assert make_svgg(MAZE.task_space, env=MAZE).default_params().alpha == 2.0
     hard = make_svgg(MAZE.task_space, env=MAZE, difficulty="hard")
-    assert (hard.hyper.alpha, hard.hyper.beta) == (2.0, 4.0)
-    custom = make_svgg(MAZE.task_space, env=MAZE, difficulty="hard", beta=3.0)
-    assert (custom.hyper.alpha, custom.hyper.beta) == (2.0, 3.0)
+    assert (hard.hyper.alpha, hard.hyper.beta) == (1.5, 3.0)
+    custom = make_svgg(MAZE.task_space, env=MAZE, difficulty="hard", beta=4.0)
+    assert (custom.hyper.alpha, custom.hyper.beta) == (1.5, 4.0)
 
 
 @pytest.mark.parametrize("name", ["svgg", "random_goal"])
@@ -437,6 +529,13 @@ def test_experiment_config_builds_every_method_without_compiling():
         assert changed.task_space.default == env.task_space.default
         np.testing.assert_array_equal(changed.default_params().start, env.default_params().start)
     assert kinds == {"svgg": "SVGGTeacher", "random_goal": "RandomGoalTeacher"}
+    # The issue-24 comparison: uniform_box and alp_gmm choose goals only.
+    config = parse(load_yaml(Path(DEFAULT_CONFIG).parent / "svgg_s_maze.yaml"))
+    for method in ("uniform_box", "alp_gmm"):
+        trainer, env = make_trainer(config, method)
+        assert type(trainer.teacher).__name__ == "SubspaceTeacher"
+        assert trainer.teacher.dims == (2, 3)
+        assert env.invalid_goal == "keep"
     with pytest.raises(ConfigError, match="unknown method"):
         parse({"methods": ["svgg", "nope"], "base": {"env": "point_maze"}})
     with pytest.raises(ConfigError, match="point_maze"):

@@ -34,6 +34,7 @@ PERIODIC_WORK_DONE = {
     "alp_gmm": lambda state: bool(state.has_fit),
     "covar_gmm": lambda state: bool(state.has_fit),
     "riac": lambda state: int(state.num_splits) > 0,
+    "subspace": lambda state: bool(state.inner.has_fit),
 }
 
 

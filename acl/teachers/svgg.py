@@ -12,30 +12,35 @@ The method, all inside the teacher state and jittable:
 1. Goal particles: `num_particles` (100) points x_i in goal space; the training goals
    are drawn uniformly from them (`sample`).
 2. Success predictor D_phi(g) in (0, 1): an MLP (flax; ReLU hidden layers, sigmoid
-   output) trained with binary cross-entropy on (attempted goal, success) records. The
-   records come from `Feedback` (the goal part of `task`, and `success`) and sit in a
-   ring buffer of the `predictor_buffer` most recent episodes; each teacher update does
-   `predictor_steps` Adam steps on minibatches of `predictor_batch` records drawn
-   uniformly from the buffer. Parameters and Adam state live in the teacher state.
+   output) trained with binary cross-entropy on (goal, success) records. The goal of a
+   record is the one the env actually ran (`used_goal`: the desired goal of a reset under
+   the task, e.g. point_maze's snapped goal; the handed-out goal under `invalid_goal:
+   keep`), so D_phi learns where the attempts really were. The records come from
+   `Feedback` and sit in a ring buffer of the `predictor_buffer` most recent episodes;
+   each fit does `predictor_steps` Adam steps on minibatches of `predictor_batch` records
+   drawn uniformly from the buffer. Parameters and Adam state live in the teacher state.
 3. Validity model p_valid(g): a model of the goals the agent can reach, fitted on the
-   achieved goals of finished episodes (the goal the last observation reached: the env's
-   `achieved_goal` of the rollout's `next_obs` where an episode ended), kept in a ring
-   buffer of the `validity_buffer` most recent.
-4. Target: log p_goals(g) = T * log Beta(D_phi(g); alpha, beta) + log p_valid(g), the
-   paper's p_goals proportional to Beta(D_phi(g); alpha, beta)^T * p_valid(g). The Beta
-   term puts the particles where the predicted success is intermediate; (alpha, beta)
-   sets the difficulty (presets in `DIFFICULTIES`; (2, 2) "medium", the paper's default,
-   peaks at D = 0.5), the temperature T how much it counts against validity.
+   states episodes visited: every step's achieved goal in the rollout the loop hands the
+   teacher (`env.achieved_goal(rollout.next_obs)`), of which `validity_per_update` are
+   drawn uniformly per update into a ring buffer of the `validity_buffer` most recent.
+4. Target: log p_goals(g) = T * Beta(D_phi(g); alpha, beta) + log p_valid(g) (the Beta
+   *density*, times the temperature T, as the authors' code computes it;
+   `skill_term: log` uses T * log Beta instead). The Beta term puts the particles where
+   the predicted success is intermediate; (alpha, beta) sets the difficulty (presets in
+   `DIFFICULTIES`; (2, 2) "medium" peaks at D = 0.5), T how much it counts against
+   validity.
 5. SVGD (Liu & Wang 2016): `svgd_steps` steps per teacher update of
    phi(x_i) = 1/P sum_j [k(x_j, x_i) grad log p_goals(x_j) + grad_{x_j} k(x_j, x_i)],
    with an RBF kernel k(x, y) = exp(-|x - y|^2 / h) and the median heuristic
    h = med(|x_i - x_j|^2) / log(P + 1) recomputed at every step. The particles follow phi
-   through Adam (lr `svgd_lr` = 0.1, as the paper), whose moments persist across
-   updates, and are clipped into the goal box after each step. The paper runs one SVGD
-   step every ~20 env steps: set `svgd_steps` to about (env steps per update) / 20.
-   SVGD runs in the goal box rescaled to [-1, 1]^G (the predictor's input too), so the
-   step size is the same share of the goal space in every env: Adam moves a particle
-   up to about lr per step, i.e. 5% of the box's width at lr 0.1.
+   through Adam (lr `svgd_lr` = 0.1), whose moments persist across updates, and are
+   clipped into the goal box after each step. The authors run one SVGD step every 20
+   env steps: set `svgd_steps` to about (env steps per update) / 20. SVGD runs in the
+   goal box rescaled to [-1, 1]^G (the predictor's input too), so the step size is the
+   same share of the goal space in every env.
+6. Particles start around the goal the start achieves (the achieved goal of the base
+   task's reset observation), Gaussian with std `init_std` (0.1) times the goal box's
+   width, clipped into the box.
 
 Order of one update: the records join the buffers (`record`); then (`fit`) the
 validity model is refitted, D_phi takes its Adam steps and the particles their SVGD
@@ -43,38 +48,56 @@ steps. With `update_every` > 1, `fit` runs every that many updates only, keyed o
 loop's update counter (the same for every seed, so a real `lax.cond` under a vmap over
 seeds).
 
-Where this departs from the paper, and why:
-- Validity model. The paper fits a one-class SVM on reached states (no jittable,
-  fixed-cost solver for it exists here), and this one sees only the goal each
-  episode's *final* observation achieved (what `Feedback` carries), not every state
-  visited on the way. It is a Gaussian kernel density estimate over the achieved-goal
-  buffer, turned into a soft *support* as a one-class SVM gives: with kde(g) the
-  masked Gaussian KDE (Scott's rule bandwidth h = bandwidth_scale * sigma *
-  n^(-1/(G + 4)), sigma the RMS per-coordinate standard deviation of the n buffered
-  goals) and tau the `validity_quantile` (nu, 0.05) quantile of log kde over the
-  buffered goals themselves,
+Sources. The paper (Castanet, Sigaud, Lamprier, ICML 2023; arXiv 2206.06719) for the
+method; its defaults were read from the authors' public code
+(github.com/nicolascastanet/Stein-Variational-Goal-Generation: `train_svgg.py`,
+`mrl/modules/curiosity.py` `SvgdEntropy`, `mrl/utils/svgd.py` `Energy`,
+`mrl/modules/density.py` `OCSVMdensity`), not from the paper's text, which was not
+available here:
+- target: `temp * Beta.pdf(D) + log prior`, temp = `--beta` = 10 (not overridden in
+  the published point-maze commands), so `temperature` 10 and `skill_term` "density";
+- difficulty (alpha, beta): medium (2, 2), easy (3, 1.5), hard (1.5, 3), very easy
+  (5, 1), very hard (1, 5) (`--alpha_beta` in the published commands);
+- 100 particles, Adam lr 0.1, one SVGD step every 20 env steps;
+- particles initialised N(0, I) in the point maze's coordinates, whose origin is the
+  start cell ("origin", the default start square) and whose cells are 1 unit wide:
+  around the start, std one cell. `init_std` 0.1 of the goal box is this module's
+  translation of "one cell", not a number of the authors'. (With `goal_predict`, their
+  Fetch setting, every particle starts at the reset's achieved goal.)
+- validity: a one-class SVM (nu = 0.01, RBF gamma = 0.5) refitted every 4000 steps on
+  5000 achieved goals drawn from the replay buffer, i.e. visited states; log p_valid =
+  log sigmoid(SVM decision function);
+- the success predictor learns from the replay buffer's episodes with the goals they
+  ran, in batches half successes and half failures.
+
+Where this departs from the authors, and why:
+- Validity model. A one-class SVM has no jittable fixed-cost solver here. It is a
+  Gaussian kernel density estimate over the visited-goal buffer, turned into a soft
+  *support* as the SVM's decision function is: with kde(g) the masked Gaussian KDE
+  (Scott's rule bandwidth h = bandwidth_scale * sigma * n^(-1/(G + 4)), sigma the RMS
+  per-coordinate standard deviation of the n buffered goals) and tau the
+  `validity_quantile` (nu, 0.01 as the SVM's) quantile of the buffered goals'
+  *leave-one-out* log kde (each point's density from the others),
       log p_valid(g) = log sigmoid(log kde(g) - tau).
-  Inside the support (density above what 95% of the reached goals have) log p_valid is
-  about 0 and flat, so the success predictor alone moves the particles there; outside
-  it falls off like -|g - nearest reached goal|^2 / (2 h^2), pulling particles back
-  towards reachable goals. tau plays the part of the SVM's nu (the share of training
-  points allowed outside the support). A plain KDE would instead pull the particles
-  to where the agent has been most often (near the start). With an empty buffer,
-  log p_valid = 0. The bandwidth is isotropic and smooths across thin walls: walls
-  show up through D_phi (goals behind a wall fail), not through p_valid.
-- An update without a rollout (`rollout` None: a hand-built record): the goals of
-  *successful* episodes stand in for the achieved goals, since a success reached its
+  Inside the support log p_valid is about 0 and flat, so the skill term alone moves the
+  particles there; outside it falls off like -|g - nearest visited goal|^2 / (2 h^2).
+  Leave-one-out matters at the frontier: an isolated visited point's own kernel would
+  lift its density above tau and keep it inside the support while its neighbourhood
+  stays out; without its own kernel it counts as the outlier it is. The buffer is the
+  most recent `validity_buffer` visited goals rather than a sample of the whole replay
+  buffer, and the fit runs at every fit, not every 4000 steps.
+- SVGD's kernel bandwidth: the median heuristic in the rescaled box, where the
+  authors' default is a fixed sigma = 1 (about a tenth of their maze).
+- Success predictor: a uniform minibatch of the most recent records, not balanced
+  between successes and failures; its input is the goal alone (the start is fixed).
+- An update without a rollout (`rollout` None: a hand-built record): the used goals of
+  *successful* episodes stand in for the visited states, since a success reached its
   goal.
-- Particle initialisation (the paper's choice was not checked here): around the goal
-  the start already achieves (the achieved goal of the base task's reset
-  observation), plus Gaussian noise of `init_std` times the goal box's width, clipped
-  into the box. So the first goals are easy and the particles spread outwards as D_phi
-  learns.
-- Random-goal mix: `random_goal_ratio` (default 0, i.e. the paper's pure particle
-  sampling) of the handed-out goals are replaced by uniform valid goals (the env's
-  `sample_valid_goals` where it has one, else uniform over its `goal_grid`, else
-  uniform over the goal box). It is not part of the paper; it is a safety net against
-  particles that collapse on a bad region.
+- Random-goal mix: `random_goal_ratio` (default 0, i.e. pure particle sampling) of the
+  handed-out goals are replaced by uniform valid goals (the env's `sample_valid_goals`
+  where it has one, else uniform over its `goal_grid`, else uniform over the goal box).
+  It is not part of the method; it is a safety net against particles that collapse on
+  a bad region.
 - Fixed-size arrays throughout: both buffers are rings over the most recent records;
   with more valid records in one update than a buffer holds, the latest fill it.
 
@@ -120,16 +143,14 @@ BASE_TASK_DOC = (
 
 
 DIFFICULTIES: dict[str, tuple[float, float]] = {
-    "very_easy": (4.0, 1.0),
-    "easy": (4.0, 2.0),
+    "very_easy": (5.0, 1.0),
+    "easy": (3.0, 1.5),
     "medium": (2.0, 2.0),
-    "hard": (2.0, 4.0),
-    "very_hard": (1.0, 4.0),
+    "hard": (1.5, 3.0),
+    "very_hard": (1.0, 5.0),
 }
-"""(alpha, beta) of the Beta over predicted success. "medium" (2, 2) is the paper's
-default (mode D = 0.5). The other four (modes 1, 0.75, 0.25, 0) are this module's
-symmetric choices for the paper's easier and harder settings; their exact values in
-the paper were not checked here."""
+"""(alpha, beta) of the Beta over predicted success, as the authors' published commands
+set them (`--alpha_beta`): "medium" (2, 2), the default, peaks at D = 0.5."""
 
 _adam = optax.scale_by_adam()
 
@@ -164,7 +185,10 @@ class SVGGParams:
         doc="Beta's beta over predicted success; default: the difficulty's.",
     )
     temperature: jax.Array = hparam(
-        1.0, low=0.0, low_open=True, doc="T: weight of the log-Beta term against log p_valid."
+        10.0,
+        low=0.0,
+        low_open=True,
+        doc="T: weight of the skill term against log p_valid (authors' code: 10).",
     )
     svgd_lr: jax.Array = hparam(
         0.1, low=0.0, low_open=True, doc="Adam step size of the particles (paper: 0.1)."
@@ -179,10 +203,11 @@ class SVGGParams:
         doc="Share of handed-out goals drawn uniformly from the valid goals (paper: none).",
     )
     validity_quantile: jax.Array = hparam(
-        0.05,
+        0.01,
         low=0.0,
         high=1.0,
-        doc="nu: the quantile of the reached goals' log density that bounds the support.",
+        doc="nu: the quantile of the visited goals' leave-one-out log density that bounds "
+        "the support (authors' code: the one-class SVM's nu = 0.01).",
     )
     bandwidth_scale: jax.Array = hparam(
         1.0, low=0.0, low_open=True, doc="Multiplies Scott's rule bandwidth of the validity KDE."
@@ -310,9 +335,25 @@ def kde_log_density(goals: jax.Array, points: jax.Array, mask: jax.Array, bandwi
     )
 
 
+def kde_loo_log_density(points: jax.Array, mask: jax.Array, bandwidth) -> jax.Array:
+    """Leave-one-out log KDE at each of points [C, G] where mask [C] -> [C]: point i's
+    density from the n - 1 others. Its own kernel, the largest term at an isolated point,
+    would otherwise lift exactly the sparse frontier points above the threshold."""
+    c, g = points.shape
+    d2 = jnp.sum((points[:, None, :] - points[None, :, :]) ** 2, axis=-1)  # [i, j]
+    others = mask[None, :] & ~jnp.eye(c, dtype=bool)
+    logits = jnp.where(others, -d2 / (2.0 * bandwidth**2), -1e30)
+    n = jnp.maximum(mask.sum() - 1, 1)
+    return (
+        jax.nn.logsumexp(logits, axis=-1)
+        - jnp.log(n)
+        - 0.5 * g * jnp.log(2.0 * jnp.pi * bandwidth**2)
+    )
+
+
 def fit_validity(points: jax.Array, mask: jax.Array, quantile, bandwidth_scale, min_std):
     """(bandwidth, threshold) of the validity model on points [C, G] where mask [C]:
-    Scott's rule bandwidth and the `quantile` of log kde over the points themselves."""
+    Scott's rule bandwidth and the `quantile` of the points' leave-one-out log kde."""
     g = points.shape[-1]
     n = jnp.maximum(mask.sum(), 1).astype(jnp.float32)
     w = mask.astype(jnp.float32)[:, None]
@@ -320,10 +361,13 @@ def fit_validity(points: jax.Array, mask: jax.Array, quantile, bandwidth_scale, 
     var = jnp.sum(((points - mean) ** 2) * w, axis=0) / n
     sigma = jnp.maximum(jnp.sqrt(jnp.mean(var)), min_std)
     bandwidth = bandwidth_scale * sigma * n ** (-1.0 / (g + 4.0))
-    logp = kde_log_density(points, points, mask, bandwidth)
+    logp = kde_loo_log_density(points, mask, bandwidth)
     ordered = jnp.sort(jnp.where(mask, logp, jnp.inf))
     index = jnp.clip(jnp.floor(quantile * (n - 1)).astype(jnp.int32), 0, points.shape[0] - 1)
-    threshold = jnp.where(mask.any(), ordered[index], 0.0)
+    # One point has no others: its support is the KDE around it (threshold from its own).
+    single = kde_log_density(points, points, mask, bandwidth)
+    threshold = jnp.where(mask.sum() > 1, ordered[index], jnp.min(jnp.where(mask, single, jnp.inf)))
+    threshold = jnp.where(mask.any(), threshold, 0.0)
     return bandwidth, threshold
 
 
@@ -384,7 +428,13 @@ class SVGGTeacher:
         1000, low=1, doc="Most recent (goal, success) records the predictor trains on."
     )
     validity_buffer: int = hparam(
-        1000, low=1, doc="Most recent achieved goals the validity model is fitted on."
+        1000, low=1, doc="Most recent visited goals the validity model is fitted on."
+    )
+    validity_per_update: int = hparam(
+        100,
+        low=1,
+        doc="Visited goals (every step's achieved goal in the rollout) drawn uniformly per "
+        "update into the validity buffer.",
     )
     update_every: int = hparam(
         1,
@@ -402,11 +452,18 @@ class SVGGTeacher:
         "beta override it.",
     )
     init_std: float = hparam(
-        0.05,
+        0.1,
         low=0.0,
         low_open=True,
-        doc="Initial particle spread around the start's achieved goal, as a share of the "
-        "goal box's width in each coordinate.",
+        doc="Initial particle spread (Gaussian std) around the start's achieved goal, as a "
+        "share of the goal box's width in each coordinate (authors' code: N(start, 1) in a "
+        "maze about 10 units wide).",
+    )
+    skill_term: str = hparam(
+        "density",
+        choices=("density", "log"),
+        doc="The target's skill term: T * Beta(D; alpha, beta) (density, the authors' "
+        "code) or T * log Beta(D; alpha, beta) (log).",
     )
     hyper: SVGGParams = nested(SVGGParams)
 
@@ -466,11 +523,13 @@ class SVGGTeacher:
         return jnp.where(state.achieved_count > 0, value, 0.0)
 
     def log_target(self, state: SVGGState, goals: jax.Array) -> jax.Array:
-        """log p_goals(g) = T log Beta(D_phi(g); alpha, beta) + log p_valid(g), up to a
-        constant, at goals [..., G] -> [...]."""
+        """log p_goals(g) = T Beta(D_phi(g); alpha, beta) + log p_valid(g) (`skill_term`
+        "density"; "log": T log Beta(...)), up to a constant, at goals [..., G] -> [...]."""
         p = state.params
         logit = self.success_logit(state.predictor, goals)
-        return p.temperature * log_beta_pdf(logit, p.alpha, p.beta) + self.log_valid(state, goals)
+        log_skill = log_beta_pdf(logit, p.alpha, p.beta)
+        skill = jnp.exp(log_skill) if self.skill_term == "density" else log_skill
+        return p.temperature * skill + self.log_valid(state, goals)
 
     # -- parameters and state ------------------------------------------------------------
 
@@ -534,20 +593,50 @@ class SVGGTeacher:
     ) -> SVGGState:
         """Buffers take the valid records; every `update_every` updates the validity
         model is refitted, D_phi trained and the particles moved (`fit`)."""
-        state = self.record(state, feedback, rollout)
+        record_key = jax.random.fold_in(jax.random.fold_in(state.key, 1), step)
+        state = self.record(state, feedback, rollout, record_key)
         # The predicate depends on `step` only, the same for every seed: a real branch.
         due = jnp.asarray(step) % self.update_every == 0
         return jax.lax.cond(due, self.fit, lambda s, _: s, state, step)
 
-    def record(self, state: SVGGState, feedback: Feedback, rollout=None) -> SVGGState:
-        """The valid records join the buffers: (attempted goal, success) for D_phi, the
-        achieved goals (or, without them, the goals of successful episodes) for
-        p_valid."""
+    def used_goal(self, tasks: jax.Array) -> jax.Array:
+        """[K, D] tasks -> [K, G] the goals the env actually ran them with: the desired goal
+        of a reset under the task's params (point_maze's snapping of an invalid goal, say;
+        under `invalid_goal: keep` the goal as handed out). Generic over GoalTaskEnv."""
+        env = self.env
+        base = env.default_params()
+
+        def one(task):
+            obs, _ = env.reset(jax.random.PRNGKey(0), env.task_to_params(task, base))
+            return env.desired_goal(obs)
+
+        dim = self.task_space.dim  # a wider teacher task: the env reads its first D columns
+        return jnp.asarray(jax.vmap(one)(tasks[:, :dim]), jnp.float32)
+
+    def visited_goals(self, rollout, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """([V, G], [V] mask): `validity_per_update` goals drawn uniformly without
+        replacement from the achieved goals of every step of the rollout [T, N] (the
+        states the episodes visited, the last of each included)."""
+        next_obs = rollout.next_obs.reshape((-1,) + rollout.next_obs.shape[2:])
+        reached = jnp.asarray(self.env.achieved_goal(next_obs), jnp.float32)
+        total = reached.shape[0]
+        if total <= self.validity_per_update:
+            return reached, jnp.ones((total,), bool)
+        pick = jax.random.choice(key, total, (self.validity_per_update,), replace=False)
+        return reached[pick], jnp.ones((self.validity_per_update,), bool)
+
+    def record(
+        self, state: SVGGState, feedback: Feedback, rollout=None, key: jax.Array | None = None
+    ) -> SVGGState:
+        """The valid records join the buffers: (used goal, success) for D_phi, a uniform
+        subsample of the rollout's visited goals (without a rollout: the goals of the
+        successful episodes) for p_valid. `key` draws the subsample; default: from the
+        state's key and the episodes seen so far."""
         mask = feedback.mask.astype(bool)
-        attempted = jnp.asarray(self.env.goal_from_task(feedback.task), jnp.float32)
+        used = self.used_goal(feedback.task)
         success = feedback.success.astype(bool) & mask
         goal_buf, goal_head, goal_count = ring_write(
-            state.attempt_goal, state.attempt_head, state.attempt_count, attempted, mask
+            state.attempt_goal, state.attempt_head, state.attempt_count, used, mask
         )
         success_buf, _, _ = ring_write(
             state.attempt_success,
@@ -557,14 +646,12 @@ class SVGGTeacher:
             mask,
         )
         if rollout is None:
-            # No achieved goals: a successful episode reached its goal.
-            reached, reached_mask = attempted, success
+            # No visited states: a successful episode reached its goal.
+            reached, reached_mask = used, success
         else:
-            # Read from the rollout, in its (step, instance) order, so they need not line
-            # up with compacted feedback records.
-            next_obs = rollout.next_obs.reshape((-1,) + rollout.next_obs.shape[2:])
-            reached = jnp.asarray(self.env.achieved_goal(next_obs), jnp.float32)
-            reached_mask = rollout.done.reshape(-1).astype(bool)
+            if key is None:
+                key = jax.random.fold_in(jax.random.fold_in(state.key, 1), state.episodes_seen)
+            reached, reached_mask = self.visited_goals(rollout, key)
         achieved, achieved_head, achieved_count = ring_write(
             state.achieved, state.achieved_head, state.achieved_count, reached, reached_mask
         )
@@ -769,6 +856,7 @@ __all__ = [
     "SVGGState",
     "SVGGTeacher",
     "kde_log_density",
+    "kde_loo_log_density",
     "log_beta_pdf",
     "make_svgg",
     "median_bandwidth",
