@@ -324,15 +324,8 @@ def ring_write(buffer, head, count, values, valid):
 def kde_log_density(goals: jax.Array, points: jax.Array, mask: jax.Array, bandwidth) -> jax.Array:
     """log of the Gaussian KDE over points [C, G] where mask [C], at goals [..., G] ->
     [...]. Bandwidth h: isotropic standard deviation."""
-    g = points.shape[-1]
     d2 = jnp.sum((goals[..., None, :] - points) ** 2, axis=-1)  # [..., C]
-    logits = jnp.where(mask, -d2 / (2.0 * bandwidth**2), -1e30)
-    n = jnp.maximum(mask.sum(), 1)
-    return (
-        jax.nn.logsumexp(logits, axis=-1)
-        - jnp.log(n)
-        - 0.5 * g * jnp.log(2.0 * jnp.pi * bandwidth**2)
-    )
+    return _log_kde(d2, mask, jnp.maximum(mask.sum(), 1), points.shape[-1], bandwidth)
 
 
 def kde_loo_log_density(points: jax.Array, mask: jax.Array, bandwidth) -> jax.Array:
@@ -342,13 +335,19 @@ def kde_loo_log_density(points: jax.Array, mask: jax.Array, bandwidth) -> jax.Ar
     c, g = points.shape
     d2 = jnp.sum((points[:, None, :] - points[None, :, :]) ** 2, axis=-1)  # [i, j]
     others = mask[None, :] & ~jnp.eye(c, dtype=bool)
-    logits = jnp.where(others, -d2 / (2.0 * bandwidth**2), -1e30)
-    n = jnp.maximum(mask.sum() - 1, 1)
-    return (
-        jax.nn.logsumexp(logits, axis=-1)
-        - jnp.log(n)
-        - 0.5 * g * jnp.log(2.0 * jnp.pi * bandwidth**2)
-    )
+    return _log_kde(d2, others, jnp.maximum(mask.sum() - 1, 1), g, bandwidth)
+
+
+def _log_kde(d2: jax.Array, mask: jax.Array, n, g: int, bandwidth) -> jax.Array:
+    """log of (1 / n) sum over the masked kernels N(0, h^2 I_g) at squared distances d2
+    [..., C] -> [...]."""
+    logits = jnp.where(mask, -d2 / (2.0 * bandwidth**2), -1e30)
+    return jax.nn.logsumexp(logits, axis=-1) - jnp.log(n) - _log_kernel_peak(g, bandwidth)
+
+
+def _log_kernel_peak(g: int, bandwidth) -> jax.Array:
+    """-log of a g-dimensional Gaussian kernel's peak density with std `bandwidth`."""
+    return 0.5 * g * jnp.log(2.0 * jnp.pi * bandwidth**2)
 
 
 def fit_validity(points: jax.Array, mask: jax.Array, quantile, bandwidth_scale, min_std):
@@ -364,9 +363,9 @@ def fit_validity(points: jax.Array, mask: jax.Array, quantile, bandwidth_scale, 
     logp = kde_loo_log_density(points, mask, bandwidth)
     ordered = jnp.sort(jnp.where(mask, logp, jnp.inf))
     index = jnp.clip(jnp.floor(quantile * (n - 1)).astype(jnp.int32), 0, points.shape[0] - 1)
-    # One point has no others: its support is the KDE around it (threshold from its own).
-    single = kde_log_density(points, points, mask, bandwidth)
-    threshold = jnp.where(mask.sum() > 1, ordered[index], jnp.min(jnp.where(mask, single, jnp.inf)))
+    # One point has no others: its support is the KDE around it, whose log density at
+    # the point itself is the kernel's peak.
+    threshold = jnp.where(mask.sum() > 1, ordered[index], -_log_kernel_peak(g, bandwidth))
     threshold = jnp.where(mask.any(), threshold, 0.0)
     return bandwidth, threshold
 
