@@ -149,9 +149,8 @@ def make_trainer(config: SVGGExperimentConfig, method: str, walls=None):
     """(Trainer, env) for one method, in the base maze or with inner `walls` (the base
     maze's default task kept: same start, and the same coverage episodes); no
     compilation."""
-    from acl.build import build_components
+    from acl.build import build_components, run_context
     from acl.teachers import TEACHERS
-    from acl.teachers.base import RunContext
     from acl.train import Components, Trainer
 
     base = _env_config(config, walls)
@@ -162,13 +161,9 @@ def make_trainer(config: SVGGExperimentConfig, method: str, walls=None):
         default = build_components(_env_config(config, None)).env.task_space.default
         env.task_space = env.task_space.replace(default=default)
     name, options = teacher_config(config, method)
-    context = RunContext(
-        env=env,
-        return_bounds=tuple(env.return_bounds),
-        loop_mode=base.loop.mode,
-        num_envs=base.loop.num_envs,
+    teacher = TEACHERS.get(name)(
+        task_space=env.task_space, context=run_context(base, env), **options
     )
-    teacher = TEACHERS.get(name)(task_space=env.task_space, context=context, **options)
     return Trainer(base, Components(env, teacher, components.agent)), env
 
 
