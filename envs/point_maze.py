@@ -294,9 +294,9 @@ class PlanarStartGoalTasks:
         PATH_GRID grid (a point counts as its cell's nearest valid centre), so it is
         within a grid cell or so of the true shortest path; inf where there is none."""
         table, nearest = (jnp.asarray(a) for a in self._path_tables())
-        cell = lambda p: nearest[_grid_index(p, PATH_GRID)]  # noqa: E731
-        goal = jnp.asarray(task, jnp.float32)[2:4]
-        return table[cell(jnp.asarray(starts, jnp.float32)), cell(goal)]
+        start_cells = nearest[_grid_index(jnp.asarray(starts, jnp.float32), PATH_GRID)]
+        goal_cell = nearest[_grid_index(jnp.asarray(task, jnp.float32)[2:4], PATH_GRID)]
+        return table[start_cells, goal_cell]
 
     def _path_tables(self) -> tuple[np.ndarray, np.ndarray]:
         """(distances [V, V] float32 in env steps between the V valid grid centres, the
