@@ -57,6 +57,8 @@ def agent_kwargs(config: ExperimentConfig) -> dict:
     num_updates = loop.total_env_steps // steps_per_iteration
     if loop.reinit_every:
         num_updates = max(1, loop.reinit_every // steps_per_iteration)
+    if loop.lr_schedule_updates:
+        num_updates = loop.lr_schedule_updates
     kwargs = {"total_updates": num_updates, **config.agent.kwargs}
     counts = {}
     for key in ("update_epochs", "num_minibatches"):

@@ -45,6 +45,11 @@ class LoopConfig:
     """episode: instances take a new task at their own next reset; batch: reset each batch."""
     reinit_every: int = 0
     """Re-initialise the agent every this many env steps (0: never); forgetting student."""
+    lr_schedule_updates: int = 0
+    """Update calls the agent's learning-rate annealing spans (0: the run's own number of
+    updates). A short run of a published config sets the published run's count, so its
+    learning rate at update k equals the published run's at update k instead of falling
+    to 0 within the short run (JaxUED and dcd anneal over 30,000 updates)."""
     task_log_size: int = 64
     """Tasks kept per evaluation period, for the curriculum record."""
     max_feedback: int = 0
@@ -208,7 +213,12 @@ _POSITIVE = {
     "eval.grid_per_dim",
     "eval.episodes_per_task",
 }
-_NON_NEGATIVE = {"eval.sampled_attempts", "loop.max_feedback", "loop.checkpoint_every"}
+_NON_NEGATIVE = {
+    "eval.sampled_attempts",
+    "loop.max_feedback",
+    "loop.checkpoint_every",
+    "loop.lr_schedule_updates",
+}
 _SEEDS = {"seed", "eval.seed", "challenge.seed"}
 MAX_SEED = 2**32 - 1
 """numpy's and JAX's seeds are unsigned 32-bit at heart; a negative one is a numpy error."""

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from acl.agents.base import AGENTS
 from envs.maze_levels import EVALUATION, PLR_EVALUATION
 from experiments import ued_mazes
 from tests.notebooks import count_images, execute, stored_parameters_cell, streams
@@ -29,6 +30,37 @@ def test_every_method_has_a_config_that_builds():
         config = load_config(ued_mazes.config_path(method), preset="cpu")
         assert config.teacher.name == method
         build_components(config)
+
+
+def test_cpu_preset_anneals_on_the_published_horizon():
+    from acl.agents.ppo import annealed_learning_rate
+    from acl.build import agent_kwargs
+    from acl.config import load_config
+
+    def learning_rates(config, updates):
+        agent = AGENTS.get(config.agent.name)(**agent_kwargs(config))
+        return [
+            float(
+                annealed_learning_rate(
+                    agent.hyper, k, agent.config.anneal_lr, agent.config.total_updates
+                )
+            )
+            for k in updates
+        ]
+
+    for method in ued_mazes.METHODS:
+        published = load_config(ued_mazes.config_path(method))
+        cpu = load_config(ued_mazes.config_path(method), preset="cpu")
+        short = cpu.loop.total_env_steps // (cpu.loop.num_envs * cpu.loop.num_steps)
+        assert short == 80 < cpu.loop.lr_schedule_updates == 30_000
+        first = range(short)
+        assert learning_rates(cpu, first) == learning_rates(published, first)
+        # Annealed over its own 80 updates it would be half the published rate by 40.
+        own = load_config(
+            ued_mazes.config_path(method), ["loop.lr_schedule_updates=0"], preset="cpu"
+        )
+        assert learning_rates(own, [40])[0] == pytest.approx(0.5e-4)
+        assert learning_rates(cpu, [40])[0] == pytest.approx(1e-4 * (1 - 40 / 30_000))
 
 
 def test_table_reads_the_final_evaluation_of_each_run(tmp_path):

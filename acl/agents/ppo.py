@@ -13,9 +13,10 @@ module functions here: `ActionDistribution` (categorical or diagonal Gaussian),
 
 A batch in which no step may be learnt from (every `loss_mask` 0, as robust PLR hands
 out for new levels) leaves params and the optimiser state exactly as they were: Adam
-would otherwise keep moving the params on its momentum with zero gradients.
-`update_count` still counts the call, since the annealing schedule spans update calls
-(the loop's iterations) and should end at zero with the run whatever was skipped.
+would otherwise keep moving the params on its momentum with zero gradients. Nor does it
+advance `update_count`, the annealing schedule's clock: as in JaxUED, where the schedule
+is optax's count of applied gradient steps, robust PLR and ACCEL anneal over the updates
+that learnt, and their learning rate has not reached 0 when the run ends.
 """
 
 from __future__ import annotations
@@ -265,6 +266,22 @@ def annealed_learning_rate(
     return hyper.learning_rate * jnp.clip(frac, 0.0, 1.0)
 
 
+def applies_gradients(loss_mask: jax.Array, axis_name: str | None = None) -> jax.Array:
+    """Whether an update learns at all: some step of the batch (over all shards of
+    `axis_name`) may be learnt from. bool []."""
+    learn = loss_mask.any()
+    if axis_name is not None:
+        learn = jax.lax.psum(learn.astype(jnp.int32), axis_name) > 0
+    return learn
+
+
+def next_update_count(
+    update_count: jax.Array, loss_mask: jax.Array, axis_name: str | None = None
+) -> jax.Array:
+    """The schedule's clock after an update: it counts the updates that learnt."""
+    return update_count + applies_gradients(loss_mask, axis_name).astype(update_count.dtype)
+
+
 def ppo_epochs(
     key: jax.Array,
     params,
@@ -311,9 +328,7 @@ def ppo_epochs(
         key, (params, opt_state), data, config.update_epochs, config.num_minibatches, sgd_step
     )
     # A select, not a cond: the loop vmaps seeds, where a cond runs both branches anyway.
-    learn = data["loss_mask"].any()
-    if axis_name is not None:
-        learn = jax.lax.psum(learn.astype(jnp.int32), axis_name) > 0
+    learn = applies_gradients(data["loss_mask"], axis_name)
     params, opt_state = jax.tree.map(
         lambda new, old: jnp.where(learn, new, old), trained, (params, opt_state)
     )
@@ -418,7 +433,7 @@ class PPO:
             params=params,
             opt_state=opt_state,
             obs_norm=obs_norm,
-            update_count=state.update_count + 1,
+            update_count=next_update_count(state.update_count, flat["loss_mask"], axis_name),
         )
         return new_state, metrics
 

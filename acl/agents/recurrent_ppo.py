@@ -45,6 +45,7 @@ from acl.agents.ppo import (
     ActionDistribution,
     PPOHyperparams,
     PPOUpdateConfig,
+    next_update_count,
     ppo_adam,
     ppo_epochs,
     ppo_loss_terms,
@@ -372,7 +373,9 @@ class RecurrentPPO:
             self.config,
         )
         new_state = state.replace(
-            params=params, opt_state=opt_state, update_count=state.update_count + 1
+            params=params,
+            opt_state=opt_state,
+            update_count=next_update_count(state.update_count, sequences["loss_mask"]),
         )
         return new_state, metrics
 

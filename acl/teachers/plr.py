@@ -36,7 +36,9 @@ plays one batch, so the edits get the next step (JaxUED's split).
 
 Robust PLR and ACCEL hand out new and edited levels with `SampleInfo.train_on = False`:
 the student does not learn from them (only the teacher scores them), and learns from
-replayed levels only.
+replayed levels only. Those updates apply no gradient and do not advance the student's
+learning-rate schedule either (acl.agents.ppo.next_update_count), as in JaxUED, whose
+schedule counts applied gradient steps.
 
 Replay weights (per filled buffer entry; empty slots weigh 0):
     P = (1 - c) P_score + c P_stale, c = `staleness_coeff`
