@@ -61,7 +61,8 @@ to the next cell in row-major order (wrapping), also cleared. `params_to_task` w
 cell centres ((i + 0.5) / n), so the round trip is exact. The literature's domain
 randomisation is `sample_level` (`num_walls`
 distinct walls, 25 by default, 60 in ACCEL's setting), also as `sample_params`,
-`sample_tasks`; ACCEL's level edits are `edit_tasks` (toggle the walls of a few cells).
+`sample_tasks`; ACCEL's level edits are `edit_tasks` (`mutate_level`'s edits: each a no-op,
+a wall flip or a goal move, as JaxUED's maze mutator).
 
 Rendering (numpy, MiniGrid's palette): `render(state, params)` -> uint8 RGB with the
 visible view highlighted, `render_level(params)`, `episode_frames(params, actions)`, and
@@ -330,6 +331,52 @@ def shortest_path_length(params: MazeParams) -> jax.Array:
     return jnp.where(reached[goal_row, goal_col], steps, -1).astype(jnp.int32)
 
 
+NO_OP, FLIP_WALL, MOVE_GOAL = 0, 1, 2
+"""The kinds of `mutate_level`'s edits."""
+
+
+def mutate_level(key: jax.Array, params: MazeParams, num_edits: int) -> MazeParams:
+    """ACCEL's level mutator: `num_edits` (static) edits applied one after another,
+    jittable (vmap it over levels). JaxUED's make_level_mutator_minimax (its maze level
+    mutator), re-implemented.
+
+    Each edit is one kind drawn uniformly: `NO_OP`; `FLIP_WALL`, the wall bit of one cell
+    drawn uniformly among all cells but the agent's and the goal's is toggled; `MOVE_GOAL`,
+    the goal moves to a cell drawn uniformly among the free cells other than the agent's
+    and the goal's own (kept where there is none). The agent and its direction never
+    change; agent and goal stay on distinct free cells, so a well-formed level stays
+    well-formed, and at most `num_edits` cells differ from the original (a goal move
+    counted as one cell).
+    """
+    height, width = params.wall_map.shape[-2:]
+    cells = jnp.arange(height * width)
+
+    def pick(key, allowed):
+        """A cell drawn uniformly where `allowed` [H * W]; -1 where none is."""
+        cell = jax.random.categorical(key, jnp.where(allowed, 0.0, -jnp.inf))
+        return jnp.where(allowed.any(), cell, -1)
+
+    def edit(params: MazeParams, key: jax.Array):
+        kind_key, wall_key, goal_key = jax.random.split(key, 3)
+        kind = jax.random.randint(kind_key, (), 0, 3)
+        walls = params.wall_map.reshape(-1)
+        agent = params.agent_pos[0] * width + params.agent_pos[1]
+        goal = params.goal_pos[0] * width + params.goal_pos[1]
+        others = (cells != agent) & (cells != goal)
+        flip = pick(wall_key, others)
+        walls = walls ^ ((kind == FLIP_WALL) & (cells == flip))
+        target = pick(goal_key, others & ~walls)
+        goal = jnp.where((kind == MOVE_GOAL) & (target >= 0), target, goal)
+        return params.replace(
+            wall_map=walls.reshape(height, width),
+            goal_pos=jnp.stack([goal // width, goal % width]).astype(jnp.int32),
+        ), None
+
+    if num_edits <= 0:
+        return params
+    return jax.lax.scan(edit, params, jax.random.split(key, num_edits))[0]
+
+
 # -- the env -------------------------------------------------------------------------
 
 
@@ -518,28 +565,18 @@ class Maze(TaskEnv):
     def edit_tasks(self, key: jax.Array, tasks: jax.Array, num_edits: int) -> jax.Array:
         """ACCEL's edits of levels tasks [n, H * W + 5] -> tasks [n, H * W + 5], jittable.
 
-        Each level gets `num_edits` (static) distinct cells toggled, wall <-> free, drawn
-        uniformly from the cells other than the agent's and the goal's (so both stay
-        free); agent, direction and goal are kept. So exactly min(num_edits, H * W - 2)
-        cells change. The result is in canonical form (`params_to_task`), so an edited
+        Each level gets `num_edits` (static) edits of `mutate_level`, one after another,
+        each a no-op, a wall flip or a goal move, chosen uniformly (JaxUED's
+        make_level_mutator_minimax (its maze level mutator), re-implemented). So at most
+        `num_edits` cells change (a goal move counts as one) and the level stays
+        well-formed. The result is in canonical form (`params_to_task`), so an edited
         level compares equal to the same level reached any other way.
         """
-        num_cells = self.height * self.width
         params = self.params_for_tasks(tasks)
-        count = min(int(num_edits), num_cells - 2)
-        if count <= 0:
-            return self.params_to_task(params)
-        agent = params.agent_pos[:, 0] * self.width + params.agent_pos[:, 1]
-        goal = params.goal_pos[:, 0] * self.width + params.goal_pos[:, 1]
-        cells = jnp.arange(num_cells)
-        kept = (cells == agent[:, None]) | (cells == goal[:, None])
-        # The `count` largest of uniform draws: distinct cells, uniformly chosen; the
-        # agent's and the goal's cells (below every draw) are never among them.
-        noise = jnp.where(kept, -1.0, jax.random.uniform(key, kept.shape))
-        _, chosen = jax.lax.top_k(noise, count)  # [n, count]
-        flip = jnp.zeros(kept.shape, bool).at[jnp.arange(tasks.shape[0])[:, None], chosen].set(True)
-        walls = params.wall_map.reshape(kept.shape) ^ flip
-        return self.params_to_task(params.replace(wall_map=walls.reshape(params.wall_map.shape)))
+        if int(num_edits) > 0:
+            keys = jax.random.split(key, tasks.shape[0])
+            params = jax.vmap(lambda k, p: mutate_level(k, p, int(num_edits)))(keys, params)
+        return self.params_to_task(params)
 
     # -- spaces -------------------------------------------------------------------------
 

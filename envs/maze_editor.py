@@ -17,7 +17,10 @@ The env contract of envs/base.py (reset / step, no auto-reset), for an adversary
   are empty until they are placed), the time step (the number of steps taken so far, a
   raw count in 0..num_wall_steps + 2), and a noise vector, uniform in [0, 1), drawn
   afresh from the key of every reset and step (dcd's random_z, dimension 50).
-  `split_observation` undoes the flattening.
+  `split_observation` undoes the flattening into (map, time, noise), for an adversary
+  with a conv over the map and an embedding of the time step (acl.agents.recurrent_ppo's
+  GridTimeEncoder, dcd's adversary): `grid_shape` is the map's shape and
+  `num_time_steps` the number of time values (0 .. max_episode_steps).
 - `level(state)` -> the level built so far as the maze's `MazeParams` (complete, and
   well-formed, once terminated).
 
@@ -101,6 +104,16 @@ class MazeEditor:
 
     def action_space(self) -> spaces.Discrete:
         return spaces.Discrete(self.num_cells)
+
+    @property
+    def grid_shape(self) -> tuple[int, int, int]:
+        """(H, W, 4): the shape of the observation's map."""
+        return (self.height, self.width, len(MAP_CHANNELS))
+
+    @property
+    def num_time_steps(self) -> int:
+        """How many values the observation's time step takes: 0 .. max_episode_steps."""
+        return self.max_episode_steps + 1
 
     def split_observation(self, obs: jax.Array):
         """[..., O] -> (map [..., H, W, 4], time [...] int32, noise [..., noise_dim])."""

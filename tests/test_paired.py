@@ -230,6 +230,47 @@ def test_is_registered_and_builds_from_config_keys():
     assert copy.adversary.hyper.learning_rate == pytest.approx(1e-4)
 
 
+def test_recurrent_adversary_sees_the_map_through_a_conv_and_the_time_step_embedded():
+    # dcd's adversary: a conv over the editor's map, an embedding of the time step t and
+    # the noise, then the LSTM. Tiny sizes keep the compile short.
+    kwargs = {"conv_features": 4, "lstm_size": 8, "head_sizes": (8,)}
+    teacher = tiny_paired(adversary_agent="recurrent_ppo", adversary_kwargs=kwargs, num_envs=2)
+    adversary, editor = teacher.adversary, teacher.editor
+    state = adversary.init(KEY, editor.observation_space(), editor.action_space())
+    assert type(adversary.network.encoder).__name__ == "GridTimeEncoder"
+    leaves = jax.tree_util.tree_flatten_with_path(state.params)[0]
+    named = {jax.tree_util.keystr(path): leaf for path, leaf in leaves}
+    tables = [leaf for name, leaf in named.items() if name.endswith("['embedding']")]
+    assert [t.shape for t in tables] == [(WALL_STEPS + 3, 10)]  # t in 0 .. WALL_STEPS + 2
+    kernels = [leaf.shape for name, leaf in named.items() if leaf.ndim == 4]
+    assert kernels == [(3, 3, 4, 4)]  # 3x3 over the map's 4 channels, 4 filters
+
+    obs, _ = editor.reset(jax.random.PRNGKey(3))
+    map_size = editor.num_cells * 4
+    later = obs.at[map_size].set(3.0)  # the same map and noise at t = 3
+    np.testing.assert_array_equal(editor.split_observation(later)[1], 3)
+
+    def outputs(params, obs):
+        """The adversary's next LSTM state and value on one observation."""
+        carry = adversary.initial_carry(1)
+        run = state.replace(params=params)
+        _, carry, extras = adversary.act(run, obs[None], carry, KEY, deterministic=True)
+        return np.concatenate([carry[0][0], carry[1][0], extras.value])
+
+    assert not np.allclose(outputs(state.params, obs), outputs(state.params, later))
+    zeroed = jax.tree_util.tree_map_with_path(
+        lambda path, x: jnp.zeros_like(x) if "embedding" in jax.tree_util.keystr(path) else x,
+        state.params,
+    )
+    np.testing.assert_array_equal(outputs(zeroed, obs), outputs(zeroed, later))
+    # The noise still matters, as in dcd.
+    noisier = obs.at[map_size + 1].set(0.9 - obs[map_size + 1])
+    assert not np.allclose(outputs(zeroed, obs), outputs(zeroed, noisier))
+    # Without kwargs the conv has dcd's 128 filters.
+    default = tiny_paired(adversary_agent="recurrent_ppo", adversary_kwargs=None, num_envs=2)
+    assert default.adversary.config.conv_features == 128
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [

@@ -3,10 +3,14 @@
 The student of the unsupervised-environment-design literature (PAIRED, PLR, ACCEL): on an
 env with an egocentric image and a direction (envs.maze: `image_shape` and
 `split_observation`) the encoder is a 3x3 conv with 16 filters, relu, flattened, beside a
-learned 5-dim direction embedding; elsewhere it is an MLP on the flat observation. Then an
-LSTM (256 units) and actor and critic heads (one hidden layer of 32, relu). Defaults are
-those papers' PPO: lr 1e-4 annealed, 5 epochs of 1 minibatch, gamma 0.995, GAE lambda
-0.98, clip 0.2, entropy 1e-3, value coefficient 0.5, grad-norm 0.5.
+learned 5-dim direction embedding; on a level editor (envs.maze_editor: `grid_shape`,
+`num_time_steps` and `split_observation` into map, time step and noise) it is PAIRED's
+adversary encoder, as dcd's: the same conv over the full map (dcd: 128 filters, PAIRED's
+teacher sets them), relu, flattened, beside a learned embedding of the time step (10-dim,
+`time_features`) and the noise vector as it is; elsewhere it is an MLP on the flat
+observation. Then an LSTM (256 units) and actor and critic heads (one hidden layer of 32,
+relu). Defaults are those papers' PPO: lr 1e-4 annealed, 5 epochs of 1 minibatch, gamma
+0.995, GAE lambda 0.98, clip 0.2, entropy 1e-3, value coefficient 0.5, grad-norm 0.5.
 
 Agent contract:
     bind(env, num_envs)                 picks the encoder from the env (before init)
@@ -76,12 +80,16 @@ class RecurrentPPOConfig(PPOUpdateConfig):
     encoder: str = hparam(
         "auto",
         choices=ENCODERS,
-        doc="conv: conv + direction embedding (an env with an image); mlp: an MLP on the "
-        "flat observation; auto: conv where the bound env has an image.",
+        doc="conv: conv + direction embedding (an env with an image), or conv + time-step "
+        "embedding + noise (a level editor); mlp: an MLP on the flat observation; auto: conv "
+        "where the bound env has an image or is an editor.",
     )
     conv_features: int = hparam(16, low=1, doc="Filters of the conv encoder's one layer.")
     conv_kernel_size: int = hparam(3, low=1, doc="Its square kernel (valid padding, stride 1).")
     direction_features: int = hparam(5, low=1, doc="Width of the learned direction embedding.")
+    time_features: int = hparam(
+        10, low=1, doc="Width of the learned time-step embedding (level editors; dcd's 10)."
+    )
     mlp_sizes: tuple[int, ...] = hparam(
         (64,),
         low=1,
@@ -126,6 +134,20 @@ class RecurrentPPOState:
     hyper: PPOHyperparams
 
 
+def conv_features(image: jax.Array, features: int, kernel_size: int) -> jax.Array:
+    """The encoders' one conv layer: image [..., H, W, C] -> relu(conv), flattened
+    [..., F] (valid padding, stride 1). Call it inside a compact module: the conv is that
+    module's submodule."""
+    conv = nn.Conv(
+        features,
+        (kernel_size, kernel_size),
+        padding="VALID",
+        kernel_init=_orthogonal(np.sqrt(2)),
+        bias_init=nn.initializers.zeros,
+    )
+    return nn.relu(conv(image)).reshape(image.shape[:-3] + (-1,))
+
+
 class ImageDirectionEncoder(nn.Module):
     """(image [..., V, V, C], direction [...] int) -> features [..., F]."""
 
@@ -137,17 +159,34 @@ class ImageDirectionEncoder(nn.Module):
     @nn.compact
     def __call__(self, inputs):
         image, direction = inputs
-        batch_shape = image.shape[:-3]
-        conv = nn.Conv(
-            self.conv_features,
-            (self.kernel_size, self.kernel_size),
-            padding="VALID",
-            kernel_init=_orthogonal(np.sqrt(2)),
-            bias_init=nn.initializers.zeros,
-        )
-        x = nn.relu(conv(image)).reshape(batch_shape + (-1,))
+        x = conv_features(image, self.conv_features, self.kernel_size)
         embedding = nn.Embed(self.num_directions, self.direction_features)(direction)
         return jnp.concatenate([x, embedding], axis=-1)
+
+
+class GridTimeEncoder(nn.Module):
+    """PAIRED's adversary encoder (dcd's): (map [..., H, W, C], time step [...] int,
+    noise [..., Z]) -> the conv features of the map, the time step's learned embedding
+    and the noise, concatenated [..., F].
+
+    Where it departs from dcd: the map is the editor's one-hot grid of the interior
+    (H x W x 4: wall, empty, goal, agent), not MiniGrid's 3-channel encoding of the grid
+    with its outer wall ring; the time step's embedding is a lookup (`nn.Embed`), dcd's a
+    linear layer on its one-hot (the same but for dcd's bias); the conv's width is the
+    agent's `conv_features` (PAIRED's teacher sets dcd's 128)."""
+
+    num_time_steps: int
+    conv_features: int = 128
+    kernel_size: int = 3
+    time_features: int = 10
+
+    @nn.compact
+    def __call__(self, inputs):
+        grid, time, noise = inputs
+        x = conv_features(grid, self.conv_features, self.kernel_size)
+        time = jnp.clip(time, 0, self.num_time_steps - 1)  # out of range: the last row
+        embedding = nn.Embed(self.num_time_steps, self.time_features)(time)
+        return jnp.concatenate([x, embedding, noise.astype(x.dtype)], axis=-1)
 
 
 class MLPEncoder(nn.Module):
@@ -224,32 +263,45 @@ class RecurrentPPO:
         self.config = hparams.validated(config, "agent")
         self.hyper = hparams.validated(hyper, "agent")
         self.image_env = None
+        self.editor_env = None
         self.network: RecurrentActorCritic | None = None
         self.actions: ActionDistribution | None = None
 
     # -- set-up (host side) --------------------------------------------------------------
 
     def bind(self, env, num_envs: int) -> None:
-        """Read the env's image layout (for the conv encoder) and check that the
-        `num_envs` sequences split into the minibatches."""
+        """Read the env's image layout, or its editor layout (for the conv encoders), and
+        check that the `num_envs` sequences split into the minibatches."""
         if num_envs % self.config.num_minibatches:
             raise ConfigError(
                 f"agent.num_minibatches ({self.config.num_minibatches}) must divide "
                 f"loop.num_envs ({num_envs}): recurrent PPO's minibatches are whole sequences"
             )
-        has_image = hasattr(env, "image_shape") and hasattr(env, "split_observation")
-        if self.config.encoder == "conv" and not has_image:
+        has_split = hasattr(env, "split_observation")
+        has_image = has_split and hasattr(env, "image_shape")
+        is_editor = has_split and hasattr(env, "grid_shape") and hasattr(env, "num_time_steps")
+        if self.config.encoder == "conv" and not (has_image or is_editor):
             raise ConfigError(
-                "agent.encoder=conv needs an env with an image observation "
-                f"(image_shape, split_observation); '{getattr(env, 'name', env)}' has none"
+                "agent.encoder=conv needs an env with an image observation (image_shape, "
+                "split_observation) or a level editor (grid_shape, num_time_steps, "
+                f"split_observation); '{getattr(env, 'name', env)}' has neither"
             )
-        self.image_env = env if has_image and self.config.encoder != "mlp" else None
+        conv = self.config.encoder != "mlp"
+        self.image_env = env if conv and has_image else None
+        self.editor_env = env if conv and is_editor and not has_image else None
 
     def _build(self, obs_space, action_space) -> None:
         c = self.config
-        if c.encoder == "conv" and self.image_env is None:
+        if c.encoder == "conv" and self.image_env is None and self.editor_env is None:
             raise ConfigError("agent.encoder=conv: bind(env, num_envs) the agent before init")
-        if self.image_env is not None:
+        if self.editor_env is not None:
+            encoder = GridTimeEncoder(
+                num_time_steps=int(self.editor_env.num_time_steps),
+                conv_features=c.conv_features,
+                kernel_size=c.conv_kernel_size,
+                time_features=c.time_features,
+            )
+        elif self.image_env is not None:
             # The flat observation is the image, then a one-hot direction (envs.maze).
             image_size = int(np.prod(self.image_env.image_shape))
             encoder = ImageDirectionEncoder(
@@ -272,7 +324,11 @@ class RecurrentPPO:
         self.obs_shape = tuple(obs_space.shape)
 
     def _inputs(self, obs: jax.Array):
-        """The encoder's input: obs [..., O], or (image [..., V, V, C], direction [...])."""
+        """The encoder's input: obs [..., O], (image [..., V, V, C], direction [...]), or
+        an editor's (map [..., H, W, C], time step [...], noise [..., Z])."""
+        if self.editor_env is not None:
+            grid, time, noise = self.editor_env.split_observation(obs)
+            return grid, time.astype(jnp.int32), noise
         if self.image_env is None:
             return obs
         image, direction = self.image_env.split_observation(obs)

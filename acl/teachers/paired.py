@@ -8,11 +8,11 @@ loop's agent is the protagonist.
 - Adversary: an agent (`adversary_agent`, "recurrent_ppo" by default: dcd's adversary
   is an LSTM policy) acting in the maze editor (envs/maze_editor.py): goal, then agent,
   then `num_wall_steps` walls, observing the full map, the time step and a noise
-  vector; the env gives its editor (`env.level_editor(...)`, envs.maze). `sample(state,
-  key, n)` rolls n editor episodes (the run's rollout, `RunContext.play`, for the
-  editor's fixed episode length over the n instances), hands out the finished
-  levels as tasks (`env.params_to_task`) and keeps the adversary's trajectory [E, n]
-  in the state for its update.
+  vector (`editor.split_observation`); the env gives its editor
+  (`env.level_editor(...)`, envs.maze). `sample(state, key, n)` rolls n editor episodes
+  (the run's rollout, `RunContext.play`, for the editor's fixed episode length over the
+  n instances), hands out the finished levels as tasks (`env.params_to_task`) and
+  keeps the adversary's trajectory [E, n] in the state for its update.
 - Antagonist: an agent of the protagonist's kind and kwargs when the loop passes them
   (`student_agent`, `student_kwargs`), otherwise `antagonist_agent` / `antagonist_kwargs`
   ("ppo", PPO's defaults). In `update` it plays the same levels for the same number of
@@ -33,11 +33,18 @@ every instance completes at least one episode, so this happens only with hand-ma
 batches.
 
 Where this departs from the papers, and why:
-- The adversary is the agent registry's recurrent PPO with its MLP encoder on the
-  flattened editor observation (dcd: a conv over the map, a time-step embedding, then
-  the LSTM). Any registered agent may be named in `adversary_agent` ("ppo": a
-  feed-forward adversary). Agents that bind to their env (recurrent PPO, DQN) need the
-  instance count `num_envs` (= loop.num_envs) at construction.
+- The adversary is the agent registry's recurrent PPO, whose encoder on an editor is
+  dcd's adversary encoder (acl.agents.recurrent_ppo.GridTimeEncoder): a 3x3 conv with
+  128 filters over the map, relu, flattened, beside an `nn.Embed` of the time step
+  (num_wall_steps + 3 rows, 10 wide) and the noise vector; then the LSTM (256) and
+  heads (one hidden layer of 32 each), as dcd's. It departs from dcd in the map's
+  encoding (the editor's one-hot interior, not MiniGrid's 3 channels with the outer
+  walls), the embedding (a lookup, dcd a biased linear layer on the one-hot) and the
+  heads' activation (the agent's relu, dcd's tanh). Any
+  registered agent may be named in `adversary_agent` ("ppo": a feed-forward adversary
+  on the flat observation, with the raw time step). Agents that bind to their env
+  (recurrent PPO, DQN) need the instance count `num_envs` (= loop.num_envs) at
+  construction.
 - The adversary's PPO settings default to the UED codebases' PPO (lr 1e-4, 5 epochs, 1
   minibatch, gamma 0.995, GAE lambda 0.98, clip 0.2, entropy 1e-3, value coef 0.5,
   grad-norm 0.5), applied to the keys the chosen agent accepts; `adversary_kwargs`
@@ -90,9 +97,10 @@ ADVERSARY_DEFAULTS: dict[str, Any] = {
     "ent_coef": 1e-3,
     "vf_coef": 0.5,
     "max_grad_norm": 0.5,
+    "conv_features": 128,
 }
-"""REFERENCES' PPO settings of the UED codebases; only keys the adversary agent accepts
-are applied."""
+"""REFERENCES' PPO settings of the UED codebases, and dcd's adversary conv width (128
+filters); only keys the adversary agent accepts are applied."""
 
 
 # -- regret ---------------------------------------------------------------------------------

@@ -22,8 +22,8 @@ rollout. Each batch is one of three kinds, decided in `sample`:
   marks its level as just seen, so the staleness weights change within the batch, as
   in JaxUED and dcd); `update` writes their new scores.
 - edit (ACCEL only): the levels of the previous batch, a replay batch, each with
-  `num_edits` wall edits (`env.edit_tasks`); `update` scores and inserts them as new
-  levels.
+  `num_edits` edits (`env.edit_tasks`: each a no-op, a wall flip or a goal move, as
+  JaxUED's maze mutator); `update` scores and inserts them as new levels.
 
 Batch schedule. PLR and robust PLR (JaxUED's batched PLR): replay with
 probability `replay_prob` once the buffer holds at least `minimum_fill_ratio *
@@ -355,8 +355,8 @@ class PLRTeacher:
     """No student learning on new and edited levels (robust PLR, ACCEL); set by the
     factory, not a config key."""
     num_edits: int = 0
-    """ACCEL: wall edits per edited level (make_accel's `num_edits`, checked there); 0:
-    no edit batches (PLR)."""
+    """ACCEL: edits per edited level, each a no-op, a wall flip or a goal move
+    (make_accel's `num_edits`, checked there); 0: no edit batches (PLR)."""
 
     def __post_init__(self):
         name = self.name
@@ -556,7 +556,11 @@ class PLRTeacher:
 
 # -- registration ----------------------------------------------------------------------
 
-NUM_EDITS = hparams.spec(5, low=1, doc="ACCEL: wall edits per edited level.")
+NUM_EDITS = hparams.spec(
+    5,
+    low=1,
+    doc="ACCEL: edits per edited level, each a no-op, a wall flip or a goal move.",
+)
 """accel's one key besides PLR's."""
 
 
