@@ -16,6 +16,13 @@ Procedural, seeded (`make_level(name, seed)`):
   hanging from the top and bottom corridors towards it; the start at the left end of
   the middle row, the goal at the far end of a random pocket, the start direction random.
 
+Mini mazes (9 x 9, `MINI_EVALUATION`): the held-out set of the CPU-sized mini-UED
+protocol (docs/results/ued_mini.md), hand-made for it before any of its training and
+never changed after, one of each of the published set's kinds or two: rooms
+(MiniNineRooms; MiniFourRooms, MiniGrid's FourRooms scaled), labyrinths (MiniLabyrinth,
+MiniLabyrinthFlipped), standard mazes (MiniMaze, MiniMaze2), a crossing (MiniCrossing,
+MiniGrid's SimpleCrossing kind) and a corridor (MiniCorridor, dcd's corridor at 9 x 9).
+
 `EVALUATION` is the eight files plus SimpleCrossing and SmallCorridor; `PLR_EVALUATION`
 the seven whose mean solve rate the robust-PLR results are usually quoted over
 (SixteenRooms, Labyrinth, Labyrinth2, Maze, Maze2, SimpleCrossing, SmallCorridor).
@@ -24,8 +31,9 @@ vmapped evaluation (each padded with walls to the maze's size).
 
 The curriculum loop's zero-shot evaluation reads them by name (`NAMED_SETS`, registered
 with envs.registry.TEST_SETS): `eval.test_set: maze_held_out` (`EVALUATION`),
-`maze_plr` (`PLR_EVALUATION`) or a list of maze names; procedural mazes are drawn with
-`eval.seed`. Evaluation episodes last the env's T (250 steps by default).
+`maze_plr` (`PLR_EVALUATION`), `maze_mini_held_out` (`MINI_EVALUATION`) or a list of
+maze names; procedural mazes are drawn with `eval.seed`. Evaluation episodes last the
+env's T (250 steps by default).
 """
 
 from __future__ import annotations
@@ -49,7 +57,7 @@ HELD_OUT = (
     "StandardMaze2",
     "StandardMaze3",
 )
-"""The fixed held-out mazes (files in envs/levels/)."""
+"""The fixed held-out mazes of the UED literature (files in envs/levels/)."""
 PROCEDURAL = ("SimpleCrossing", "SmallCorridor", "LargeCorridor")
 """Held-out mazes made by a seeded generator."""
 EVALUATION = HELD_OUT + ("SimpleCrossing", "SmallCorridor")
@@ -64,7 +72,22 @@ PLR_EVALUATION = (
     "SmallCorridor",
 )
 """The seven mazes of dcd's published mean solve rates (25 walls)."""
-NAMED_SETS = {"maze_held_out": EVALUATION, "maze_plr": PLR_EVALUATION}
+MINI_EVALUATION = (
+    "MiniNineRooms",
+    "MiniFourRooms",
+    "MiniLabyrinth",
+    "MiniLabyrinthFlipped",
+    "MiniMaze",
+    "MiniMaze2",
+    "MiniCrossing",
+    "MiniCorridor",
+)
+"""The 9 x 9 held-out mazes of the mini-UED protocol (files in envs/levels/)."""
+NAMED_SETS = {
+    "maze_held_out": EVALUATION,
+    "maze_plr": PLR_EVALUATION,
+    "maze_mini_held_out": MINI_EVALUATION,
+}
 """Named sets of held-out mazes for `eval.test_set`."""
 
 

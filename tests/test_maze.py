@@ -45,6 +45,7 @@ from envs.maze_editor import MazeEditor
 from envs.maze_levels import (
     EVALUATION,
     HELD_OUT,
+    MINI_EVALUATION,
     corridor,
     evaluation_params,
     level_names,
@@ -52,7 +53,7 @@ from envs.maze_levels import (
     make_level,
     simple_crossing,
 )
-from envs.registry import make_env
+from envs.registry import TEST_SETS, make_env
 
 T = 32
 """Episode length of the rollout env (short, so truncation shows up)."""
@@ -480,6 +481,27 @@ def test_level_files_parse_with_one_agent_one_reachable_goal(name):
     distance = _bfs(level)
     assert distance > 0
     assert _distances([level]) == [distance]
+
+
+MINI_SHA256 = "9511854920406353e203d3acbda34ba262dbc79d953336ff741c67bcdd4c099b"
+"""The mini-UED held-out set as committed before its protocol's first training run
+(docs/results/ued_mini.md): a pre-registered test set is never changed."""
+
+
+def test_the_mini_held_out_set_is_the_committed_one_and_solvable():
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name in MINI_EVALUATION:
+        digest.update(resources.files("envs").joinpath("levels", f"{name}.txt").read_bytes())
+    assert digest.hexdigest() == MINI_SHA256
+    env = make_env("maze", height=9, width=9)
+    names, tasks = TEST_SETS.get("maze")(env, "maze_mini_held_out")
+    assert names == MINI_EVALUATION and tasks.shape == (8, 9 * 9 + 5)
+    for name in MINI_EVALUATION:
+        level = load_level(name)
+        assert level.shape == (9, 9)
+        assert 0 < _bfs(level) <= 48  # moves; the longest (a spiral) well inside T = 128
 
 
 def test_procedural_levels_and_the_evaluation_set():
