@@ -68,6 +68,24 @@ def test_the_maze_student_has_a_conv_encoder_and_direction_embedding(maze_studen
     assert not leaves_equal(new_state.params, state.params)
 
 
+def test_patch_conv_is_nn_conv_with_its_parameters_and_values():
+    import flax.linen as nn
+
+    from acl.agents.recurrent_ppo import PatchConv
+
+    image = jax.random.normal(jax.random.PRNGKey(0), (2, 5, 7, 3))
+    ours = PatchConv(4, 3)
+    params = ours.init(jax.random.PRNGKey(1), image)
+    reference = nn.Conv(4, (3, 3), padding="VALID")
+    assert jax.tree.map(jnp.shape, params) == jax.tree.map(
+        jnp.shape, reference.init(jax.random.PRNGKey(1), image)
+    )
+    params = jax.tree.map(lambda p: p + 0.1, params)  # a bias that is not zero
+    out = ours.apply(params, image)
+    assert out.shape == (2, 3, 5, 4)
+    np.testing.assert_allclose(out, reference.apply(params, image), rtol=1e-5, atol=1e-5)
+
+
 def test_replay_gives_the_rollouts_log_probs_across_episode_ends(maze_student):
     agent, state, second_batch, update = maze_student
     batch = second_batch(state, True)

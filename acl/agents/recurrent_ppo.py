@@ -70,6 +70,16 @@ RECURRENT_PPO_HYPERPARAMS = PPOHyperparams(
 )
 """The UED papers' PPO (dcd, JaxUED): the defaults of `make_recurrent_ppo`."""
 
+CPU_STUDENT = {"lstm_size": 32}
+"""The `cpu` UED student: the published student (conv 16 3x3 + direction embedding,
+heads of 32) with an LSTM of 32 units instead of 256, every other key as configured.
+On 2 CPU cores, in the published loop (13 x 13 mazes, 32 envs x 256 steps), it trains at
+about 6.8x the published student's env steps/s (docs/results/ued_mini.md,
+`python -m experiments.profile_maze_student`). The LSTM is most of the student's
+compute: its 256 x 1,024 recurrent matmul at every step, sequential in the rollout and in
+every epoch's replay. The published configs keep the published student; the mini-UED
+configs (experiments/configs/ued_mini_*.yaml) use this one."""
+
 ENCODERS = ("auto", "conv", "mlp")
 
 
@@ -95,7 +105,12 @@ class RecurrentPPOConfig(PPOUpdateConfig):
         low=1,
         doc="Hidden layers of the MLP encoder (empty: the observation feeds the LSTM as is).",
     )
-    lstm_size: int = hparam(256, low=1, doc="LSTM units.")
+    lstm_size: int = hparam(
+        256,
+        low=1,
+        doc="LSTM units: 256 is the published UED student, 32 the `cpu` student "
+        "(CPU_STUDENT, ~6.8x its env steps/s on 2 CPU cores).",
+    )
     head_sizes: tuple[int, ...] = hparam(
         (32,), low=1, doc="Hidden layers of the actor and of the critic head."
     )
@@ -134,17 +149,38 @@ class RecurrentPPOState:
     hyper: PPOHyperparams
 
 
+class PatchConv(nn.Module):
+    """A valid, stride-1 2-D convolution as one matmul over the image's k x k patches:
+    image [..., H, W, C] -> [..., H - k + 1, W - k + 1, F].
+
+    nn.Conv's parameters (kernel [k, k, C, F], bias [F]) and values, computed as a
+    contraction instead of XLA's convolution: under a vmap over seeds each seed has its
+    own kernel, and XLA's CPU backend runs such a batched kernel as a grouped
+    convolution several times slower than the batched matmul this becomes."""
+
+    features: int
+    kernel_size: int
+
+    @nn.compact
+    def __call__(self, image: jax.Array) -> jax.Array:
+        k = self.kernel_size
+        height, width, channels = image.shape[-3:]
+        kernel = self.param("kernel", _orthogonal(np.sqrt(2)), (k, k, channels, self.features))
+        bias = self.param("bias", nn.initializers.zeros, (self.features,))
+        rows, cols = height - k + 1, width - k + 1
+        patches = jnp.stack(
+            [image[..., i : i + rows, j : j + cols, :] for i in range(k) for j in range(k)],
+            axis=-2,
+        )  # [..., rows, cols, k * k, C]
+        kernel = kernel.reshape(k * k, channels, self.features)
+        return jnp.einsum("...pc,pcf->...f", patches, kernel) + bias
+
+
 def conv_features(image: jax.Array, features: int, kernel_size: int) -> jax.Array:
     """The encoders' one conv layer: image [..., H, W, C] -> relu(conv), flattened
     [..., F] (valid padding, stride 1). Call it inside a compact module: the conv is that
-    module's submodule."""
-    conv = nn.Conv(
-        features,
-        (kernel_size, kernel_size),
-        padding="VALID",
-        kernel_init=_orthogonal(np.sqrt(2)),
-        bias_init=nn.initializers.zeros,
-    )
+    module's submodule, named as nn.Conv's would be."""
+    conv = PatchConv(features, kernel_size, name="Conv_0")
     return nn.relu(conv(image)).reshape(image.shape[:-3] + (-1,))
 
 
