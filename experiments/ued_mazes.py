@@ -5,6 +5,16 @@ held-out mazes, beside the published solve rates.
         [--set KEY=VALUE ...] [--out runs/ued_mazes] [--no-progress]
     python -m experiments.ued_mazes --table-only [--out runs/ued_mazes]
     python -m experiments.ued_mazes --methods plr --max-minutes 8   # published scale, sampled
+    python -m experiments.ued_mazes --suite mini [--methods dr ...] [--out runs/ued_mini]
+
+`--suite mini` is the CPU-sized mini-UED protocol (docs/results/ued_mini.md): the configs
+`experiments/configs/ued_mini_<method>.yaml` (9 x 9 mazes, the `cpu` student) and their
+8 hand-made 9 x 9 held-out mazes. Its "final" solve rate is each seed's mean over the
+last 3 evaluations (the published suite's is the last evaluation), its table has the
+mean over all eight mazes and Welch's p of each method against DR, and no published
+figure (there is none at this size). Each method can also be run, and resumed, on its
+own: `python -m experiments.run --config experiments/configs/ued_mini_<method>.yaml
+--out runs/ued_mini/<method>` (`--resume runs/ued_mini/<method>`).
 
 `--max-minutes` gives each method a wall-clock budget (compile included): no evaluation
 starts after it, and the method's line reports the env steps reached, the steps/s and the
@@ -43,43 +53,67 @@ comparable, so not shown beside our 25-wall runs."""
 METRIC = "eval_solve_sampled"
 
 
-def config_path(method: str) -> Path:
-    return CONFIGS / f"maze_{method}.yaml"
+SUITES = {"published": "maze_{method}.yaml", "mini": "ued_mini_{method}.yaml"}
+"""Each suite's config file per method."""
+FINAL_EVALUATIONS = {"published": 1, "mini": 3}
+"""How many of the last evaluations each seed's final solve rate averages."""
 
 
-def final_solve_rates(run_dir: Path) -> tuple[list[str], np.ndarray, int]:
-    """(maze names, sampled solve rates [S, M] at the last evaluation, env steps/seed)."""
+def config_path(method: str, suite: str = "published") -> Path:
+    return CONFIGS / SUITES[suite].format(method=method)
+
+
+def final_solve_rates(run_dir: Path, last: int = 1) -> tuple[list[str], np.ndarray, int]:
+    """(maze names, sampled solve rates [S, M], env steps/seed): each seed's mean over its
+    `last` evaluations."""
     import pandas as pd
 
     frame = pd.read_csv(run_dir / "metrics.csv")
-    last = frame[frame["env_steps"] == frame["env_steps"].max()].sort_values("seed")
     prefix = f"{METRIC}/"
     names = [c[len(prefix) :] for c in frame.columns if c.startswith(prefix)]
     if not names:
         raise ConfigError(f"{run_dir}: metrics.csv has no {prefix}<maze> columns")
-    return names, last[[prefix + n for n in names]].to_numpy(float), int(last["env_steps"].max())
+    evaluated = np.sort(frame["env_steps"].unique())
+    if len(evaluated) < last:
+        raise ConfigError(
+            f"{run_dir}: {len(evaluated)} evaluations, the final solve rate needs the last {last}"
+        )
+    final = frame[frame["env_steps"].isin(evaluated[-last:])]
+    rates = final.groupby("seed")[[prefix + n for n in names]].mean().sort_index()
+    return names, rates.to_numpy(float), int(evaluated[-1])
 
 
-def summarise(out: Path, methods: tuple[str, ...]) -> list[dict]:
+def summarise(out: Path, methods: tuple[str, ...], suite: str = "published") -> list[dict]:
     """One record per method whose run directory holds metrics."""
+    from acl.benchmark.report import welch_p
+
     records = []
     for method in methods:
         run_dir = out / method
         if not (run_dir / "metrics.csv").is_file():
             continue
-        names, rates, steps = final_solve_rates(run_dir)
+        names, rates, steps = final_solve_rates(run_dir, FINAL_EVALUATIONS[suite])
         seven = [names.index(n) for n in PLR_EVALUATION if n in names]
         records.append(
             {
                 "method": method,
                 "seeds": int(rates.shape[0]),
                 "env_steps": steps,
+                "final_evaluations": FINAL_EVALUATIONS[suite],
                 "mazes": names,
                 "solve_sampled": rates.tolist(),  # [S, M]
+                "mean_all": rates.mean(axis=1).tolist(),
                 "published_seven": [names[i] for i in seven],
                 "mean_seven": rates[:, seven].mean(axis=1).tolist() if seven else None,
-                "published_mean_seven": PUBLISHED.get(method),
+                "published_mean_seven": PUBLISHED.get(method) if suite == "published" else None,
             }
+        )
+    baseline = next((r for r in records if r["method"] == "dr"), None)
+    for r in records:
+        r["welch_p_vs_dr"] = (
+            None
+            if baseline is None or r is baseline
+            else welch_p(r["mean_all"], baseline["mean_all"])
         )
     return records
 
@@ -100,10 +134,18 @@ def table(records: list[dict]) -> str:
         if r["mean_seven"] is not None:
             m, se = mean_se(r["mean_seven"])
             row["mean of the seven"] = f"{m:.2f} ± {se:.2f}"
-        published = r["published_mean_seven"]
-        row["published (250M steps)"] = "n/a" if published is None else f"{published:.2f}"
+            published = r["published_mean_seven"]
+            row["published (250M steps)"] = "n/a" if published is None else f"{published:.2f}"
+        else:
+            m, se = mean_se(r["mean_all"])
+            row["mean"] = f"{m:.2f} ± {se:.2f}"
+            row["Welch p vs dr"] = _p_text(r["welch_p_vs_dr"])
         rows.append(row)
     return format_table(rows, list(rows[0]))
+
+
+def _p_text(p: float | None) -> str:
+    return "" if p is None else f"{p:.2g}"
 
 
 def readme_table(records: list[dict]) -> str:
@@ -124,6 +166,13 @@ def readme_table(records: list[dict]) -> str:
     for i, name in enumerate(mazes):
         label = name + (" *" if name in seven else "")
         lines.append(row(label, [cell(np.asarray(r["solve_sampled"])[:, i]) for r in records]))
+    if not seven:  # the mini suite: no published figures, Welch's p against DR instead
+        lines.append(
+            row(f"**mean of the {len(mazes)}**", [f"**{cell(r['mean_all'])}**" for r in records])
+        )
+        lines.append(row("Welch p vs dr", [_p_text(r["welch_p_vs_dr"]) or "–" for r in records]))
+        lines.append(row("env steps per seed", [f"{r['env_steps']:,}" for r in records]))
+        return "\n".join(lines)
     lines.append(
         row(
             "**mean of the seven ***",
@@ -168,7 +217,7 @@ def run_method(method: str, args: argparse.Namespace, out: Path) -> None:
     from acl.experiment import run_experiment, time_limit_line
     from acl.train import Trainer
 
-    config = load_config(config_path(method), args.overrides, args.seeds, args.preset)
+    config = load_config(config_path(method, args.suite), args.overrides, args.seeds, args.preset)
     trainer = Trainer(config, build_components(config))
     print(f"== {method}: {config.num_seeds} seeds, {config.loop.total_env_steps:,} steps/seed")
     max_seconds = None if args.max_minutes is None else 60 * args.max_minutes
@@ -187,10 +236,16 @@ def run_method(method: str, args: argparse.Namespace, out: Path) -> None:
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m experiments.ued_mazes", description=__doc__)
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument(
+        "--suite",
+        default="published",
+        choices=tuple(SUITES),
+        help="published: maze_<method>.yaml (13 x 13); mini: ued_mini_<method>.yaml (9 x 9)",
+    )
     parser.add_argument("--preset", default=None, help="the configs' presets.NAME, e.g. cpu")
     add_overrides_argument(parser, metavar="K=V", help=None)
     add_seeds_argument(parser, help="vmapped seeds per method")
-    parser.add_argument("--out", default="runs/ued_mazes")
+    parser.add_argument("--out", default=None, help="default: runs/ued_mazes or runs/ued_mini")
     parser.add_argument("--table-only", action="store_true", help="only rebuild the table")
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument(
@@ -201,6 +256,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         "published scale): no evaluation starts after it; the full run's time is projected",
     )
     args = parser.parse_args(argv)
+    if args.out is None:
+        args.out = "runs/ued_mini" if args.suite == "mini" else "runs/ued_mazes"
     if args.max_minutes is not None and not args.max_minutes >= 0:
         parser.error(f"--max-minutes must be >= 0, got {args.max_minutes}")
     return args
@@ -218,7 +275,9 @@ def main(argv=None) -> int:
         try:
             for method in methods:  # every config error before any compilation
                 build_components(
-                    load_config(config_path(method), args.overrides, args.seeds, args.preset)
+                    load_config(
+                        config_path(method, args.suite), args.overrides, args.seeds, args.preset
+                    )
                 )
         except ConfigError as err:
             print(f"error: {err}", file=sys.stderr)
@@ -227,7 +286,7 @@ def main(argv=None) -> int:
         for method in methods:
             run_method(method, args, out)
     try:
-        records = summarise(out, methods)
+        records = summarise(out, methods, args.suite)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

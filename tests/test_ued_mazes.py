@@ -117,3 +117,68 @@ def test_notebook_executes_on_fixture(monkeypatch):
     assert f"ok: 5 teachers, {len(EVALUATION)} held-out mazes" in shown
     pngs = count_images(nb)
     assert pngs == 3 + len(ued_mazes.METHODS)  # curves, per-maze, level stats; levels each
+
+
+def _mini_metrics(path: Path, finals: dict[int, list[float]]) -> None:
+    """A metrics.csv of 4 evaluations of 2 mini mazes; seed s scores finals[s] at the
+    last three and 0.9 at the first (which "final" must leave out)."""
+    import pandas as pd
+
+    rows = []
+    for seed, last_three in finals.items():
+        for i, value in enumerate([0.9] + last_three):
+            rows.append(
+                {
+                    "chunk": i,
+                    "seed": seed,
+                    "env_steps": 1000 * (i + 1),
+                    f"{ued_mazes.METRIC}/MiniMaze": value,
+                    f"{ued_mazes.METRIC}/MiniCorridor": value / 2,
+                }
+            )
+    path.mkdir(parents=True)
+    pd.DataFrame(rows).to_csv(path / "metrics.csv", index=False)
+
+
+def test_mini_suite_final_is_the_mean_of_the_last_three_with_welch_p_against_dr(tmp_path):
+    from acl.benchmark.report import welch_p
+
+    _mini_metrics(tmp_path / "dr", {0: [0.1, 0.2, 0.3], 1: [0.0, 0.1, 0.2]})
+    _mini_metrics(
+        tmp_path / "robust_plr", {0: [0.5, 0.6, 0.7], 1: [0.6, 0.6, 0.6], 2: [0.4, 0.5, 0.6]}
+    )
+    argv = [
+        "--suite",
+        "mini",
+        "--table-only",
+        "--out",
+        str(tmp_path),
+        "--methods",
+        "dr",
+        "robust_plr",
+    ]
+    assert ued_mazes.main(argv) == 0
+    dr, robust = json.loads((tmp_path / "results.json").read_text())["results"]
+    assert dr["final_evaluations"] == 3 and dr["env_steps"] == 4000
+    np.testing.assert_allclose(dr["solve_sampled"], [[0.2, 0.1], [0.1, 0.05]])
+    np.testing.assert_allclose(robust["mean_all"], [0.45, 0.45, 0.375])
+    assert dr["welch_p_vs_dr"] is None and robust["published_mean_seven"] is None
+    assert robust["welch_p_vs_dr"] == pytest.approx(welch_p(robust["mean_all"], dr["mean_all"]))
+    lines = (tmp_path / "readme_table.md").read_text().splitlines()
+    assert lines[0] == "| maze | dr | robust_plr |" and len(lines) == 2 + 2 + 3
+    assert lines[4].startswith("| **mean of the 2** | **0.11 ± 0.04** |")
+    assert "Welch p vs dr" in lines[5] and "published" not in "".join(lines)
+    assert ued_mazes.config_path("accel", "mini").name == "ued_mini_accel.yaml"
+
+
+def test_mini_configs_build_and_share_every_setting_but_the_teacher():
+    from acl.build import build_components
+    from acl.config import load_config
+
+    configs = {m: load_config(ued_mazes.config_path(m, "mini")) for m in ued_mazes.METHODS}
+    for method, config in configs.items():
+        assert config.teacher.name == method and config.eval.test_set == "maze_mini_held_out"
+        assert config.env.kwargs["height"] == config.env.kwargs["width"] == 9
+        build_components(config)
+    same = {m: (c.env, c.agent, c.loop, c.eval, c.seed) for m, c in configs.items()}
+    assert all(v == same["dr"] for v in same.values())
