@@ -118,6 +118,44 @@ def summarise(out: Path, methods: tuple[str, ...], suite: str = "published") -> 
     return records
 
 
+def diagnose(run_dir: Path) -> dict:
+    """What a run's teacher handed out and how the student did on it, in the last
+    evaluation period: the student's training success, the share of updates that
+    applied a gradient (robust PLR and ACCEL learn from replay batches only; from the
+    teacher's snapshot), and the logged levels' walls, share solvable and shortest path
+    (forward moves; solvable ones). Means over seeds."""
+    import jax
+    import pandas as pd
+
+    from acl.build import build_env
+    from acl.config import load_config
+    from envs.maze import shortest_path_length
+
+    frame = pd.read_csv(run_dir / "metrics.csv")
+    last = frame[frame["env_steps"] == frame["env_steps"].max()]
+    out = {"train_success": float(last["train_success"].mean())}
+    snapshots = sorted((run_dir / "teacher").glob("eval_*.npz"))
+    if snapshots:
+        snapshot = np.load(snapshots[-1])
+        if "batches_replay" in snapshot.files:
+            kinds = {k: snapshot[f"batches_{k}"].astype(float) for k in ("new", "replay", "edit")}
+            total = sum(kinds.values())
+            out["replay_share"] = float((kinds["replay"] / total).mean())
+            out["edit_share"] = float((kinds["edit"] / total).mean())
+            out["buffer_mean_score"] = float(snapshot["mean_score"].mean())
+    if not ((run_dir / "tasks.csv").is_file() and (run_dir / "config.yaml").is_file()):
+        return out
+    tasks = pd.read_csv(run_dir / "tasks.csv")
+    tasks = tasks[tasks["chunk"] == tasks["chunk"].max()]
+    env = build_env(load_config(run_dir / "config.yaml"))
+    params = env.params_for_tasks(tasks.drop(columns=["chunk", "seed"]).to_numpy(np.float32))
+    length = np.asarray(jax.vmap(shortest_path_length)(params))
+    out["level_walls"] = float(np.asarray(params.wall_map).sum(axis=(1, 2)).mean())
+    out["level_solvable"] = float((length >= 0).mean())
+    out["level_path"] = float(length[length >= 0].mean()) if (length >= 0).any() else None
+    return out
+
+
 def table(records: list[dict]) -> str:
     """Methods as rows; each maze, then the mean over the published seven beside the
     published figure."""
@@ -142,6 +180,10 @@ def table(records: list[dict]) -> str:
             row["Welch p vs dr"] = _p_text(r["welch_p_vs_dr"])
         rows.append(row)
     return format_table(rows, list(rows[0]))
+
+
+def _short(value) -> str:
+    return "" if value is None else f"{value:.2f}"
 
 
 def _p_text(p: float | None) -> str:
@@ -294,6 +336,17 @@ def main(argv=None) -> int:
         print(f"error: no run with metrics under {out}", file=sys.stderr)
         return 1
     text = table(records)
+    if args.suite == "mini":
+        for r in records:
+            r["diagnosis"] = diagnose(out / r["method"])
+        columns = list(dict.fromkeys(k for r in records for k in r["diagnosis"]))
+        rows = [
+            {"method": r["method"], **{k: _short(r["diagnosis"].get(k)) for k in columns}}
+            for r in records
+        ]
+        text += "\n\nlast evaluation period (means over seeds):\n" + format_table(
+            rows, ["method", *columns]
+        )
     print(text)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps({"results": records}, indent=1))
