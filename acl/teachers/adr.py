@@ -106,8 +106,8 @@ class ADRParams:
     initial_task: jax.Array = hparam(
         None,
         kind="floats",
-        doc="[D] the point the box grows from (task units); default: an expert's prior "
-        "mean under a challenge, else the task space's default task.",
+        doc="[D] the point the box grows from (task units); default: the task space's "
+        "default task. A challenge's expert prior mean replaces it.",
     )
     return_low: jax.Array = None
     """Return mapped to 0 (derived from the teacher's `return_bounds`)."""
