@@ -40,6 +40,8 @@ SPACE = Box(low=(-1.0, 0.0, 10.0), high=(1.0, 5.0, 20.0), names=("a", "b", "c"))
 # A fit window of 128 episodes: enough for the concentration tests in 3-D.
 GMM_SETTINGS = dict(fit_rate=128, fit_every=3, k_max=3, em_iterations=10)
 HARNESS_SETTINGS = {
+    # Returns near 0.5 at the initial task (the centre) clear threshold_high: the box grows.
+    "adr": dict(threshold_high=0.45, step_size=0.25),
     # Return bounds, so scaling and clipping run too (random_feedback's returns lie in
     # about [-0.3, 1.3]); tests/test_alp_gmm.py checks them on this teacher.
     "alp_gmm": dict(GMM_SETTINGS, return_bounds=(-1.0, 2.0)),
@@ -53,7 +55,7 @@ HARNESS_SETTINGS = {
     ),
 }
 """Keys under which a registered teacher's periodic work happens within check_teacher's
-rounds (the defaults fit or split too late to be checked); others run as configured."""
+rounds (the defaults fit, split or grow too late to be checked); others run as configured."""
 
 
 def harness_teacher(name: str, space: Box = SPACE):

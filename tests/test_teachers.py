@@ -31,6 +31,7 @@ NEEDS_ENV = {
 
 
 PERIODIC_WORK_DONE = {
+    "adr": lambda state: int(state.expansions.sum()) > 0,
     "alp_gmm": lambda state: bool(state.has_fit),
     "covar_gmm": lambda state: bool(state.has_fit),
     "riac": lambda state: int(state.num_splits) > 0,

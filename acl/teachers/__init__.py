@@ -1,5 +1,6 @@
 """Teachers: one module per family; `TEACHERS` maps names to factories."""
 
+from acl.teachers import adr as _adr  # noqa: F401  (registers adr)
 from acl.teachers import alp_gmm as _alp_gmm  # noqa: F401  (registers alp_gmm)
 from acl.teachers import covar_gmm as _covar_gmm  # noqa: F401  (registers covar_gmm)
 from acl.teachers import jsrl as _jsrl  # noqa: F401  (registers jsrl)
