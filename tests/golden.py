@@ -173,6 +173,18 @@ CONFIGS: dict[str, dict] = {
         _GOAL_MAZE,
         {"task_pool": 16},
     ),
+    # Rollout values (PPO's extras) kept across rollouts (num_envs from the run); an SPDL
+    # update every iteration from the second.
+    "spdl": _config(
+        {
+            "name": "spdl",
+            "update_offset": 128,
+            "update_frequency": 64,
+            "solver_rounds": 4,
+            "solver_steps": 25,
+        },
+        _POINT_REACH,
+    ),
     "uniform_start": _config({"name": "uniform_start"}, _GOAL_MAZE),
     "jsrl": _config({"name": "jsrl", "window": 4, "n_stages": 3}, _GOAL_MAZE),
     "svgg": _config(

@@ -47,6 +47,8 @@ HARNESS_SETTINGS = {
     "alp_gmm": dict(GMM_SETTINGS, return_bounds=(-1.0, 2.0)),
     "covar_gmm": GMM_SETTINGS,
     "riac": dict(max_region_size=16, max_regions=31),
+    # Updates within the rounds (fake rollouts of 16 x 32 steps; default offset 200000).
+    "spdl": dict(update_offset=1024, update_frequency=1024),
     # The box grows within the harness's updates (the default ramp is 100).
     "schedule": dict(ramp_iterations=3),
     # ALP-GMM on two of the three dimensions, fitting within the rounds.

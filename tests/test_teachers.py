@@ -36,6 +36,7 @@ PERIODIC_WORK_DONE = {
     "covar_gmm": lambda state: bool(state.has_fit),
     "riac": lambda state: int(state.num_splits) > 0,
     "subspace": lambda state: bool(state.inner.has_fit),
+    "spdl": lambda state: int(state.iterations) > 0,
 }
 
 
