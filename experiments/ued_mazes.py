@@ -133,7 +133,9 @@ def diagnose(run_dir: Path) -> dict:
 
     frame = pd.read_csv(run_dir / "metrics.csv")
     last = frame[frame["env_steps"] == frame["env_steps"].max()]
-    out = {"train_success": float(last["train_success"].mean())}
+    out = {}
+    if "train_success" in last:
+        out["train_success"] = float(last["train_success"].mean())
     snapshots = sorted((run_dir / "teacher").glob("eval_*.npz"))
     if snapshots:
         snapshot = np.load(snapshots[-1])
