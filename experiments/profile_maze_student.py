@@ -98,10 +98,9 @@ def profile_student(name: str, args: argparse.Namespace) -> dict:
     ms = profile_parts(trainer, args.repeats)
     loop = training_throughput(trainer, args.iterations, repeats=args.repeats)
     iteration = ms["rollout"] + ms["update"]
-    agent = config.agent.kwargs
     return {
         "student": name,
-        "lstm": agent.get("lstm_size", 256),
+        "lstm": trainer.agent.config.lstm_size,
         "env ms": round(ms["env"], 1),
         "acting ms": round(ms["rollout"] - ms["env"], 1),
         "replay ms": round(ms["replay"], 1),

@@ -266,22 +266,6 @@ def annealed_learning_rate(
     return hyper.learning_rate * jnp.clip(frac, 0.0, 1.0)
 
 
-def applies_gradients(loss_mask: jax.Array, axis_name: str | None = None) -> jax.Array:
-    """Whether an update learns at all: some step of the batch (over all shards of
-    `axis_name`) may be learnt from. bool []."""
-    learn = loss_mask.any()
-    if axis_name is not None:
-        learn = jax.lax.psum(learn.astype(jnp.int32), axis_name) > 0
-    return learn
-
-
-def next_update_count(
-    update_count: jax.Array, loss_mask: jax.Array, axis_name: str | None = None
-) -> jax.Array:
-    """The schedule's clock after an update: it counts the updates that learnt."""
-    return update_count + applies_gradients(loss_mask, axis_name).astype(update_count.dtype)
-
-
 def ppo_epochs(
     key: jax.Array,
     params,
@@ -306,7 +290,9 @@ def ppo_epochs(
     the Adam step, which every shard then takes alike. Each shard shuffles its own part,
     so a minibatch is the union of the shards' minibatches.
 
-    Returns (params, opt_state, metrics averaged over all steps, with the step size).
+    Returns (params, opt_state, the next `update_count`, metrics averaged over all
+    steps, with the step size). The count is the schedule's clock: it advances only when
+    the update applied a gradient.
     """
     learning_rate = annealed_learning_rate(
         hyper, update_count, config.anneal_lr, config.total_updates
@@ -328,13 +314,15 @@ def ppo_epochs(
         key, (params, opt_state), data, config.update_epochs, config.num_minibatches, sgd_step
     )
     # A select, not a cond: the loop vmaps seeds, where a cond runs both branches anyway.
-    learn = applies_gradients(data["loss_mask"], axis_name)
+    learn = data["loss_mask"].any()
+    if axis_name is not None:
+        learn = jax.lax.psum(learn.astype(jnp.int32), axis_name) > 0
     params, opt_state = jax.tree.map(
         lambda new, old: jnp.where(learn, new, old), trained, (params, opt_state)
     )
     metrics = jax.tree.map(jnp.mean, metrics)
     metrics["learning_rate"] = jnp.asarray(learning_rate, jnp.float32)
-    return params, opt_state, metrics
+    return params, opt_state, update_count + learn.astype(update_count.dtype), metrics
 
 
 class PPO:
@@ -411,7 +399,7 @@ class PPO:
         flat = jax.tree.map(
             lambda x: x.reshape((-1,) + x.shape[2:]), ppo_training_data(batch, next_values, h)
         )
-        params, opt_state, metrics = ppo_epochs(
+        params, opt_state, update_count, metrics = ppo_epochs(
             key,
             state.params,
             state.opt_state,
@@ -433,7 +421,7 @@ class PPO:
             params=params,
             opt_state=opt_state,
             obs_norm=obs_norm,
-            update_count=next_update_count(state.update_count, flat["loss_mask"], axis_name),
+            update_count=update_count,
         )
         return new_state, metrics
 

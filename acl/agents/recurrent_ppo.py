@@ -49,7 +49,6 @@ from acl.agents.ppo import (
     ActionDistribution,
     PPOHyperparams,
     PPOUpdateConfig,
-    next_update_count,
     ppo_adam,
     ppo_epochs,
     ppo_loss_terms,
@@ -454,7 +453,7 @@ class RecurrentPPO:
         # Env-major, so shuffled minibatches hold whole sequences with their first carry.
         sequences = _env_major({**ppo_training_data(batch, next_values, h), "start": starts})
         sequences["carry"] = first_carry
-        params, opt_state, metrics = ppo_epochs(
+        params, opt_state, update_count, metrics = ppo_epochs(
             key,
             state.params,
             state.opt_state,
@@ -467,7 +466,7 @@ class RecurrentPPO:
         new_state = state.replace(
             params=params,
             opt_state=opt_state,
-            update_count=next_update_count(state.update_count, sequences["loss_mask"]),
+            update_count=update_count,
         )
         return new_state, metrics
 

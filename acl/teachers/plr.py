@@ -37,7 +37,7 @@ plays one batch, so the edits get the next step (JaxUED's split).
 Robust PLR and ACCEL hand out new and edited levels with `SampleInfo.train_on = False`:
 the student does not learn from them (only the teacher scores them), and learns from
 replayed levels only. Those updates apply no gradient and do not advance the student's
-learning-rate schedule either (acl.agents.ppo.next_update_count), as in JaxUED, whose
+learning-rate schedule either (acl.agents.ppo.ppo_epochs), as in JaxUED, whose
 schedule counts applied gradient steps.
 
 Replay weights (per filled buffer entry; empty slots weigh 0):
