@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -114,6 +115,26 @@ def test_a_results_directory_refuses_a_different_suite(uninterrupted):
     changed = parse_suite(tiny_suite(teachers={"random": {}}))
     with pytest.raises(ConfigError, match="different suite config"):
         run_suite(changed, out, progress=False)
+
+
+def test_a_suite_that_only_adds_teachers_keeps_the_finished_cells(uninterrupted, tmp_path):
+    out, table = uninterrupted
+    grown_dir = tmp_path / "grown"
+    shutil.copytree(out, grown_dir)
+    teachers = {"random": {}, "fixed": {}, "alp_gmm": {"fit_every": 2}}
+    grown = parse_suite(tiny_suite(teachers=teachers))
+    assert runner.grows(json.loads((out / "suite.json").read_text()), grown)
+    kept = run_suite(grown, grown_dir, progress=False, stop_after=0)
+    pd.testing.assert_frame_equal(kept, table)
+    assert not is_complete(grown, grown_dir), "alp_gmm's cells are still to run"
+    assert json.loads((grown_dir / "suite.json").read_text())["teachers"].keys() == teachers.keys()
+    # Grown from there: an earlier teacher's config changed, or the base, is refused.
+    for changed in (
+        tiny_suite(teachers={**teachers, "alp_gmm": {"fit_every": 3}}),
+        tiny_suite(teachers={**teachers, "riac": {}}, forgetting_period=0.4),
+    ):
+        with pytest.raises(ConfigError, match="different suite config"):
+            run_suite(parse_suite(changed), grown_dir, progress=False, stop_after=0)
 
 
 def test_suite_config_errors_name_the_field():

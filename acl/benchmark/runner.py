@@ -11,8 +11,9 @@ deterministic on CPU). The "students" setting runs one program per student confi
 (different network shapes) and merges them: each seed's score is the mean over students.
 
 OUT_DIR/
-  suite.json        the resolved suite config; a re-run with a different one is refused
-  provenance.json   versions, git commit, device, seeds, wall time of every cell
+  suite.json        the resolved suite config; a re-run with a different one is refused,
+                    except one that only adds teachers (`grows`): the finished cells stay
+  provenance.json   versions, git commit, device, seeds; each cell's wall time and commit
   cells/*.csv       finished cells
   results.csv       every finished cell, in suite order (schema: RESULT_COLUMNS)
 """
@@ -284,15 +285,22 @@ def run_suite(
     resolved = json.dumps(suite.to_dict(), indent=2, sort_keys=True, default=str)
     suite_file = out / "suite.json"
     if suite_file.exists() and suite_file.read_text() != resolved:
-        raise ConfigError(
-            f"{out} holds results of a different suite config (see its suite.json); "
-            "choose another --out or delete that directory"
-        )
+        if not grows(json.loads(suite_file.read_text()), suite):
+            raise ConfigError(
+                f"{out} holds results of a different suite config (see its suite.json); "
+                "choose another --out or delete that directory (a suite that only adds "
+                "teachers, the others' configs unchanged, may reuse it)"
+            )
     _write_atomic(suite_file, resolved)
     prov_file = out / "provenance.json"
     prov = json.loads(prov_file.read_text()) if prov_file.exists() else {"cells": {}}
     seeds = [suite.base.seed + i for i in range(suite.base.num_seeds)]
-    prov.update(provenance(seeds))
+    current = provenance(seeds)
+    if "git_commit" in prov and prov["git_commit"] != current["git_commit"]:
+        # The cells finished before keep the record of the session that ran them.
+        earlier = {k: prov[k] for k in ("git_commit", "git_dirty", "argv", "versions")}
+        prov.setdefault("earlier_sessions", []).append(earlier)
+    prov.update(current)
     prov["suite"] = suite.suite
 
     todo = [
@@ -357,6 +365,7 @@ def run_suite(
         for checkpoint_dir in checkpoint_dirs:
             shutil.rmtree(checkpoint_dir, ignore_errors=True)
         prov["cells"][f"{label}__{spec.key}"] = {
+            "git_commit": current["git_commit"],
             "wall_seconds": round(time.perf_counter() - start, 2),
             "compile_seconds": round(compile_seconds, 2),
             "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -366,6 +375,17 @@ def run_suite(
     bar.close()
     _write_atomic(prov_file, json.dumps(prov, indent=2, default=str))
     return collect_results(suite, out)
+
+
+def grows(previous: dict, suite: SuiteConfig) -> bool:
+    """Whether `suite` is the suite of a results directory's `previous` suite.json with
+    teachers added: every other key, and each earlier teacher's config, the same once
+    both are resolved with today's defaults (so a config key added to the library since,
+    at its default, is no change)."""
+    before = parse_suite(previous).to_dict()
+    now = suite.to_dict()
+    old_teachers, new_teachers = before.pop("teachers"), now.pop("teachers")
+    return before == now and all(new_teachers.get(k) == v for k, v in old_teachers.items())
 
 
 def takes_prior(suite: SuiteConfig, label: str) -> bool:
