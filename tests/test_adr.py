@@ -14,9 +14,9 @@ from acl.teachers.adr import HIGH, LOW
 from acl.teachers.base import RunContext
 from tests.teacher_harness import SPACE, feedback, jitted, many_samples
 
-# SPACE: a in [-1, 1], b in [0, 5], c in [10, 20]; its default task is the centre.
-TEACHER = TEACHERS.get("adr")(task_space=SPACE, context=RunContext())
+# SPACE: a in [-1, 1], b in [0, 5], c in [10, 20]; the box grows from its centre here.
 CENTRE = np.array([0.0, 2.5, 15.0], np.float32)
+TEACHER = TEACHERS.get("adr")(task_space=SPACE, context=RunContext(), initial_task=CENTRE)
 BOX_LOW = np.array([-0.5, 2.0, 12.0], np.float32)
 BOX_HIGH = np.array([0.5, 3.0, 18.0], np.float32)
 
@@ -171,9 +171,30 @@ def test_expert_prior_sets_the_initial_task():
     np.testing.assert_array_equal(np.asarray(tasks), np.tile(np.asarray(mean), (32, 1)))
 
 
+def test_without_initial_task_or_prior_each_seed_starts_at_a_uniform_draw():
+    teacher = TEACHERS.get("adr")(task_space=SPACE, context=RunContext())
+    init, _, _ = jitted(teacher)
+    params = teacher.default_params()
+    keys = jax.random.split(jax.random.PRNGKey(0), 256)
+    states = jax.vmap(init, in_axes=(0, None))(keys, params)
+    points = np.asarray(states.bounds[:, LOW])
+    np.testing.assert_array_equal(points, np.asarray(states.bounds[:, HIGH]))
+    np.testing.assert_array_equal(points, np.asarray(states.params.initial_task))
+    unit = (points - SPACE.low_array) / (SPACE.high_array - SPACE.low_array)
+    assert (unit >= 0).all() and (unit <= 1).all()
+    np.testing.assert_allclose(unit.mean(0), 0.5, atol=0.06)  # SE of a mean of 256: 0.018
+    assert len(np.unique(points[:, 0])) == 256
+    # A prior overrides the draw.
+    mean = jnp.asarray([0.5, 1.0, 11.0])
+    on = teacher.with_prior(params, mean, jnp.ones(3), jnp.asarray(True))
+    np.testing.assert_array_equal(np.asarray(init(keys[0], on).bounds[LOW]), mean)
+
+
 def test_returns_are_scaled_by_the_runs_return_bounds():
     # Returns in [-100, 0]: -10 is 0.9 on the [0, 1] scale, above threshold_high.
-    teacher = TEACHERS.get("adr")(task_space=SPACE, context=RunContext(return_bounds=(-100, 0)))
+    teacher = TEACHERS.get("adr")(
+        task_space=SPACE, context=RunContext(return_bounds=(-100, 0)), initial_task=CENTRE
+    )
     state = make_state(teacher=teacher)
     state = run_records(state, on_boundary(0, 0.5, 10), np.full(10, -10.0), teacher=teacher)
     np.testing.assert_allclose(float(state.bounds[HIGH, 0]), 0.6, atol=1e-6)

@@ -37,12 +37,12 @@ teacher_args_handler.py`, on every ADR line of `benchmark_scripts/full_benchmark
   to [0, 1] and clipped, as the reference's `scale_reward` does (`np.interp`), so one
   pair of thresholds means the same on every env. A teacher built outside a run with no
   `return_bounds` compares raw returns.
-- The initial task: `initial_task`, else an expert's prior mean (`with_prior`: the
-  challenges' `expert: high` or `low`), else the task space's default task. The
-  reference takes the mean of its `initial_dist` when one is given (TeachMyAgent's
-  "original" and "high" expert knowledge) and otherwise a point drawn uniformly in the
-  space; the default task stands in for that draw here, so runs are comparable across
-  seeds.
+- The initial task: an expert's prior mean (`with_prior`: the challenges' `expert:
+  high` or `low`), else `initial_task`, else a point drawn uniformly in the task space,
+  one per seed (from `init`'s key), as the reference does without expert knowledge (it
+  takes the mean of its `initial_dist` when one is given: TeachMyAgent's "original" and
+  "high" expert knowledge). Without a prior, ADR is thus only as good as its random
+  start: TeachMyAgent's finding that it needs expert knowledge.
 
 Deviation, from the issue that asked for this teacher: a boundary shrinks at most to the
 initial task (the reference stops a side at the opposite side), so the box always holds
@@ -106,8 +106,9 @@ class ADRParams:
     initial_task: jax.Array = hparam(
         None,
         kind="floats",
-        doc="[D] the point the box grows from (task units); default: the task space's "
-        "default task. A challenge's expert prior mean replaces it.",
+        doc="[D] the point the box grows from (task units); default: a point drawn "
+        "uniformly in the task space per seed, as TeachMyAgent without expert knowledge. "
+        "A challenge's expert prior mean replaces it.",
     )
     return_low: jax.Array = None
     """Return mapped to 0 (derived from the teacher's `return_bounds`)."""
@@ -184,7 +185,7 @@ class ADRTeacher:
         params = hparams.leaves(self.hyper)
         initial = params.initial_task
         if initial is None:
-            initial = self.task_space.default_task
+            initial = np.full(self.task_space.dim, np.nan)  # `init` draws it
         return params.replace(
             initial_task=jnp.asarray(initial, jnp.float32),
             return_low=jnp.asarray(lo, jnp.float32),
@@ -202,12 +203,13 @@ class ADRTeacher:
         return params.replace(initial_task=jnp.where(enabled, mean, params.initial_task))
 
     def init(self, key: jax.Array, params: ADRParams) -> ADRState:
-        del key
         dim = self.task_space.dim
-        point = self.task_space.clip(jnp.asarray(params.initial_task, jnp.float32))
+        initial = jnp.asarray(params.initial_task, jnp.float32)
+        drawn = self.task_space.sample_uniform(key, 1)[0]
+        point = self.task_space.clip(jnp.where(jnp.isnan(initial), drawn, initial))
         zeros = jnp.zeros((2, dim), jnp.int32)
         return ADRState(
-            params=params,
+            params=params.replace(initial_task=point),  # the drawn point, for `update`
             bounds=jnp.stack([point, point]),
             buffer_sum=jnp.zeros((2, dim), jnp.float32),
             buffer_fill=zeros,
