@@ -337,12 +337,6 @@ class SPDLParams:
     kl_threshold: jax.Array = hparam(
         0.0, low=0.0, doc="The std floor holds while KL(p || target) exceeds this."
     )
-    update_frequency: jax.Array = hparam(
-        100000, low=1, doc="Env steps between updates (TeachMyAgent's 100000)."
-    )
-    update_offset: jax.Array = hparam(
-        200000, low=0, doc="Env steps before the first update (TeachMyAgent's 200000)."
-    )
     use_avg_performance: jax.Array = hparam(
         False, doc="alpha from the mean episode return instead of the mean value estimate."
     )
@@ -398,6 +392,14 @@ class SPDLTeacher:
         10, low=1, doc="Augmented-Lagrangian multiplier updates per SPDL update."
     )
     solver_steps: int = hparam(100, low=1, doc="Adam steps per multiplier update.")
+    # Static, not params leaves: a leaf may be batched over seeds, and the update's
+    # `lax.cond` would then run the solver at every update as a select.
+    update_frequency: int = hparam(
+        100000, low=1, doc="Env steps between updates (TeachMyAgent's 100000)."
+    )
+    update_offset: int = hparam(
+        200000, low=0, doc="Env steps before the first update (TeachMyAgent's 200000)."
+    )
     num_envs: int | None = hparam(
         None,
         kind="int",
@@ -546,7 +548,6 @@ class SPDLTeacher:
             carry_known=carry_known,
             value_share=jnp.where(mask.any(), share, state.value_share).astype(jnp.float32),
         )
-        params = state.params
         done = getattr(rollout, "done", None)
         if done is not None:
             # Env steps after this update, from the shared counter: the same for every
@@ -556,9 +557,14 @@ class SPDLTeacher:
             before = after - per_update
         else:
             after, before = state.env_steps, state.env_steps - lengths
-        crossed = after // params.update_frequency > before // params.update_frequency
-        due = crossed & (after >= params.update_offset) & buffer.valid.any()
-        return jax.lax.cond(due, self._spdl_update, lambda s: s, state)
+        crossed = after // self.update_frequency > before // self.update_frequency
+        due = crossed & (after >= self.update_offset)
+        # Whether the buffer holds an episode differs between seeds: it stays out of the
+        # branch's predicate, or a vmap over seeds would run the solver at every update.
+        updated = jax.lax.cond(due, self._spdl_update, lambda s: s, state)
+        return jax.tree.map(
+            lambda new, old: jnp.where(buffer.valid.any(), new, old), updated, state
+        )
 
     def _spdl_update(self, state: SPDLState) -> SPDLState:
         dim = self.task_space.dim
