@@ -137,11 +137,6 @@ class GoalGANParams:
         low=1,
         doc="Labels the GAN needs to train (int32; TeachMyAgent's benchmark --gg_update_size).",
     )
-    update_every: jax.Array = hparam(
-        1,
-        low=1,
-        doc="Teacher updates between GAN trainings (int32; when update_size labels are in).",
-    )
     n_rollouts: jax.Array = hparam(
         2,
         low=1,
@@ -236,6 +231,11 @@ class GoalGANTeacher:
     batch_size: int = hparam(64, low=1, doc="GAN batch (TeachMyAgent's gan.py).")
     gan_iterations: int = hparam(
         250, low=1, doc="GAN steps per training (TeachMyAgent's goal_gan.py)."
+    )
+    update_every: int = hparam(
+        1,
+        low=1,
+        doc="Teacher updates between GAN trainings (when update_size labels are in).",
     )
     pretrain_iterations: int = hparam(
         500, low=0, doc="GAN steps of pretraining at init; 0: none (TeachMyAgent's 500)."
@@ -439,8 +439,8 @@ class GoalGANTeacher:
         del key, tasks, rollout
         state = self._record(state, feedback)
         state = self._label(state)
-        params = state.params
-        due = (jnp.asarray(step, jnp.int32) + 1) % params.update_every == 0
+        # On the shared step and a static period: a real branch under a vmap over seeds.
+        due = (jnp.asarray(step, jnp.int32) + 1) % self.update_every == 0
         return jax.lax.cond(due, self._train, lambda s: s, state)
 
     def _record(self, state: GoalGANState, feedback: Feedback) -> GoalGANState:
@@ -583,7 +583,7 @@ GOAL_GAN_PRESETS: dict[str, dict] = {
         discriminator_layers=(64, 64),
         gan_iterations=100,
         pretrain_iterations=200,
-        update_every=4,
+        update_every=8,
     ),
 }
 """Named settings of the GoalGAN teacher."""
