@@ -33,10 +33,11 @@ tests/fixtures/golden/, keyed by name:
 
 The runs are tiny (4 to 6 iterations of a 16-unit PPO, 2 seeds) yet each reaches its
 teacher's periodic work: GMM fits, RIAC splits, PLR replays and ACCEL edits, reverse
-rounds, SVGG fits, a JSRL stage move, ADR boundaries moving out and in. Between them
+rounds, SVGG fits, a JSRL stage move, ADR boundaries moving out and in, GoalGAN
+trainings. Between them
 they also take each way the loop talks to a teacher: the slot layout, a task pool (with
 `handed_out` for reverse), `max_feedback`, a challenge with an expert prior (alp_gmm's
-low, adr's high), batch mode with rollout
+low, adr's and goal_gan's high), batch mode with rollout
 readers (PLR, ACCEL, PAIRED), and a guide (JSRL).
 
 Bit-identity holds on CPU, where the project requires determinism. The runs compile with
@@ -128,6 +129,25 @@ CONFIGS: dict[str, dict] = {
     # The high expert: the box grows from point_reach's easy task, in the unit cube.
     "adr": _config(
         {"name": "adr", "queue_len": 4, "threshold_low": 0.0, "threshold_high": 0.25},
+        {"name": "point_reach", "max_episode_steps": 8},
+        challenge={"name": "default", "expert": "high"},
+    ),
+    # The high expert: the GAN pretrains on the prior, goals are played twice and
+    # labelled, and the GAN trains every second iteration.
+    "goal_gan": _config(
+        {
+            "name": "goal_gan",
+            "generator_layers": [16],
+            "discriminator_layers": [16],
+            "gan_iterations": 10,
+            "pretrain_iterations": 20,
+            "pretrain_samples": 64,
+            "update_size": 4,
+            "update_every": 2,
+            "pending_size": 32,
+            "label_buffer_size": 32,
+            "old_buffer_size": 16,
+        },
         {"name": "point_reach", "max_episode_steps": 8},
         challenge={"name": "default", "expert": "high"},
     ),

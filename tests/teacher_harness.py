@@ -46,6 +46,19 @@ HARNESS_SETTINGS = {
     # about [-0.3, 1.3]); tests/test_alp_gmm.py checks them on this teacher.
     "alp_gmm": dict(GMM_SETTINGS, return_bounds=(-1.0, 2.0)),
     "covar_gmm": GMM_SETTINGS,
+    # Small networks and buffers; labels (goals played twice) train the GAN every 2nd update.
+    "goal_gan": dict(
+        generator_layers=(16,),
+        discriminator_layers=(16,),
+        gan_iterations=10,
+        pretrain_iterations=10,
+        pretrain_samples=64,
+        update_size=8,
+        update_every=2,
+        pending_size=64,
+        label_buffer_size=64,
+        old_buffer_size=32,
+    ),
     "riac": dict(max_region_size=16, max_regions=31),
     # Updates within the rounds (fake rollouts of 16 x 32 steps; default offset 200000).
     "spdl": dict(update_offset=1024, update_frequency=1024),

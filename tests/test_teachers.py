@@ -34,6 +34,7 @@ PERIODIC_WORK_DONE = {
     "adr": lambda state: int(state.expansions.sum()) > 0,
     "alp_gmm": lambda state: bool(state.has_fit),
     "covar_gmm": lambda state: bool(state.has_fit),
+    "goal_gan": lambda state: int(state.gan_updates) > 0,
     "riac": lambda state: int(state.num_splits) > 0,
     "subspace": lambda state: bool(state.inner.has_fit),
     "spdl": lambda state: int(state.iterations) > 0,

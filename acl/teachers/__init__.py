@@ -3,6 +3,7 @@
 from acl.teachers import adr as _adr  # noqa: F401  (registers adr)
 from acl.teachers import alp_gmm as _alp_gmm  # noqa: F401  (registers alp_gmm)
 from acl.teachers import covar_gmm as _covar_gmm  # noqa: F401  (registers covar_gmm)
+from acl.teachers import goal_gan as _goal_gan  # noqa: F401  (registers goal_gan)
 from acl.teachers import jsrl as _jsrl  # noqa: F401  (registers jsrl)
 from acl.teachers import paired as _paired  # noqa: F401  (registers paired)
 from acl.teachers import plr as _plr  # noqa: F401  (registers dr, plr, robust_plr, accel)
