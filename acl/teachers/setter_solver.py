@@ -264,6 +264,12 @@ class SetterSolverTeacher:
     setter_batch: int = hparam(
         128, low=1, doc="Fresh setter samples of the feasibility and coverage losses."
     )
+    feasibility_loss: str = hparam(
+        "logit_mse",
+        choices=("logit_mse", "cross_entropy"),
+        doc="logit_mse: (judge logit - logit f)^2 (TeachMyAgent's); cross_entropy: "
+        "the paper's CE(f, judge).",
+    )
     hyper: SetterSolverParams = nested(SetterSolverParams)
 
     def __post_init__(self):
@@ -406,7 +412,12 @@ class SetterSolverTeacher:
         f = jax.random.uniform(k_f, (self.setter_batch,))
         samples, sample_log_p = self.set_tasks(setter, params, z, f)
         logit = self.judge.apply(judge, samples)
-        feasibility = jnp.mean(jax.nn.softplus(logit) - f * logit)
+        if self.feasibility_loss == "logit_mse":
+            clipped = jnp.clip(f, FEASIBILITY_CLIP, 1.0 - FEASIBILITY_CLIP)
+            target = jnp.log(clipped) - jnp.log1p(-clipped)
+            feasibility = jnp.mean((logit - target) ** 2)
+        else:
+            feasibility = jnp.mean(jax.nn.softplus(logit) - f * logit)
         coverage = jnp.mean(sample_log_p)
         total = (
             params.validity_weight * validity
