@@ -19,7 +19,7 @@ BATCH = 128
 
 
 def toy_teacher() -> SetterSolverTeacher:
-    return SetterSolverTeacher(UNIT, train_steps=50)
+    return SetterSolverTeacher(UNIT, train_every=1, train_steps=50)
 
 
 def toy_params(teacher):
