@@ -33,11 +33,11 @@ tests/fixtures/golden/, keyed by name:
 
 The runs are tiny (4 to 6 iterations of a 16-unit PPO, 2 seeds) yet each reaches its
 teacher's periodic work: GMM fits, RIAC splits, PLR replays and ACCEL edits, reverse
-rounds, SVGG fits, a JSRL stage move, ADR boundaries moving out and in, GoalGAN
-trainings. Between them
+rounds, SVGG fits, a JSRL stage move, ADR boundaries moving out and in, GoalGAN and
+Setter-Solver trainings. Between them
 they also take each way the loop talks to a teacher: the slot layout, a task pool (with
 `handed_out` for reverse), `max_feedback`, a challenge with an expert prior (alp_gmm's
-low, adr's and goal_gan's high), batch mode with rollout
+low, adr's, goal_gan's and setter_solver's high), batch mode with rollout
 readers (PLR, ACCEL, PAIRED), and a guide (JSRL).
 
 Bit-identity holds on CPU, where the project requires determinism. The runs compile with
@@ -147,6 +147,20 @@ CONFIGS: dict[str, dict] = {
             "pending_size": 32,
             "label_buffer_size": 32,
             "old_buffer_size": 16,
+        },
+        {"name": "point_reach", "max_episode_steps": 8},
+        challenge={"name": "default", "expert": "high"},
+    ),
+    # The high expert's prior as the initial setter; small nets trained every other update.
+    "setter_solver": _config(
+        {
+            "name": "setter_solver",
+            "setter_hidden": 16,
+            "judge_hidden": [16],
+            "train_every": 2,
+            "train_steps": 2,
+            "buffer_size": 64,
+            "setter_batch": 16,
         },
         {"name": "point_reach", "max_episode_steps": 8},
         challenge={"name": "default", "expert": "high"},

@@ -62,6 +62,10 @@ HARNESS_SETTINGS = {
     "riac": dict(max_region_size=16, max_regions=31),
     # Updates within the rounds (fake rollouts of 16 x 32 steps; default offset 200000).
     "spdl": dict(update_offset=1024, update_frequency=1024),
+    # Small nets; trainings on every third update, so both branches of the cond run.
+    "setter_solver": dict(
+        train_every=3, train_steps=2, buffer_size=64, setter_batch=32, setter_hidden=16
+    ),
     # The box grows within the harness's updates (the default ramp is 100).
     "schedule": dict(ramp_iterations=3),
     # ALP-GMM on two of the three dimensions, fitting within the rounds.

@@ -38,6 +38,7 @@ PERIODIC_WORK_DONE = {
     "riac": lambda state: int(state.num_splits) > 0,
     "subspace": lambda state: bool(state.inner.has_fit),
     "spdl": lambda state: int(state.iterations) > 0,
+    "setter_solver": lambda state: int(state.trainings) > 0,
 }
 
 
