@@ -5,15 +5,20 @@ to Random's, measured in the same run.
         [--config experiments/configs/cartpole_unfeasible_alp_gmm.yaml]
         [--teachers random alp_gmm covar_gmm riac] [--iterations N] [--rounds 5]
         [--warmup 0] [--out FILE.json]
+    python -m experiments.bench_teachers --suite experiments/configs/benchmark_quick.yaml
+        [--setting unfeasible] [--teachers LABEL ...] ...
 
 Each teacher's training iterations (all seeds vmapped, no evaluation; by default all of the
 config's run, so early iterations with many short episodes and late ones with few weigh
 as they do in training) are compiled as one call, then timed in `rounds` rounds, one call
 per teacher per round, in turn: a
 load that drifts on a shared machine then weighs on every teacher alike. Per round,
-overhead = 1 - (steps/s with the teacher) / (steps/s with Random); the table gives the
-median over rounds (and each teacher's median steps/s). Teacher keys of the config
-(fit_every, preset...) are kept for the teachers that accept them.
+overhead = 1 - (steps/s with the teacher) / (steps/s with Random), and the time ratio =
+(seconds with the teacher) / (seconds with Random); the table gives their medians over
+rounds (and each teacher's median steps/s). Teacher keys of the config (fit_every,
+preset...) are kept for the teachers that accept them. With `--suite`, each teacher is a
+suite's labelled teacher with its own keys, on the suite's base config under the
+challenge `--setting` (default: unfeasible), and `--teachers` picks labels (default: all).
 """
 
 from __future__ import annotations
@@ -22,9 +27,10 @@ import argparse
 import dataclasses
 import statistics
 
+from acl.benchmark.runner import load_suite
 from acl.benchmark.timing import compile_training, report
 from acl.build import make_train
-from acl.config import ComponentConfig, config_keys, load_config
+from acl.config import ChallengeConfig, ComponentConfig, config_keys, load_config
 from acl.teachers import TEACHERS
 from experiments.cli import add_overrides_argument, add_seeds_argument
 
@@ -42,7 +48,9 @@ def main(argv=None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--config", default="experiments/configs/cartpole_unfeasible_alp_gmm.yaml")
-    parser.add_argument("--teachers", nargs="+", default=["random", "alp_gmm"])
+    parser.add_argument("--suite", default=None, help="a benchmark suite YAML (see above)")
+    parser.add_argument("--setting", default="unfeasible", help="with --suite: the challenge")
+    parser.add_argument("--teachers", nargs="+", default=None)
     add_seeds_argument(parser, help=None)
     add_overrides_argument(parser)
     parser.add_argument(
@@ -56,9 +64,30 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.rounds < 1 or (args.iterations or 1) < 1 or args.warmup < 0:
         parser.error("--rounds and --iterations must be >= 1, --warmup >= 0")
-    base = load_config(args.config, args.overrides, num_seeds=args.seeds)
-    teachers = ["random"] + [t for t in args.teachers if t != "random"]
-    trainers = {name: make_train(with_teacher(base, name)) for name in teachers}
+    if args.suite is not None:
+        if args.overrides:
+            parser.error("--set does not combine with --suite; edit a copy of the suite")
+        suite = load_suite(args.suite, num_seeds=args.seeds)
+        labels = [label for label, _ in suite.teachers]
+        unknown = sorted(set(args.teachers or []) - set(labels))
+        if unknown or "random" not in labels:
+            parser.error(f"--teachers {unknown} not among the suite's {labels} (random must be)")
+        chosen = args.teachers or labels
+        teachers = ["random"] + [t for t in chosen if t != "random"]
+        challenge = ChallengeConfig(
+            name=args.setting, seed=suite.challenge_seed, forgetting_period=suite.forgetting_period
+        )
+        configs = {
+            name: dataclasses.replace(suite.teacher_config(name), challenge=challenge)
+            for name in teachers
+        }
+        base = configs["random"]
+    else:
+        base = load_config(args.config, args.overrides, num_seeds=args.seeds)
+        chosen = args.teachers or ["random", "alp_gmm"]
+        teachers = ["random"] + [t for t in chosen if t != "random"]
+        configs = {name: with_teacher(base, name) for name in teachers}
+    trainers = {name: make_train(config) for name, config in configs.items()}
     reference = trainers["random"]
     iterations = args.iterations or reference.num_chunks * reference.iterations_per_chunk
 
@@ -84,12 +113,15 @@ def main(argv=None) -> int:
             "steps_per_second": run.env_steps / median_seconds,
             "overhead": 1 - statistics.median(ratios),
             "overhead_per_round": [1 - r for r in ratios],
+            "time_ratio": statistics.median(1 / r for r in ratios),
+            "config": configs[name].teacher.kwargs,
         }
     rows = [
         {
             "teacher": name,
             "steps/s": f"{r['steps_per_second']:,.0f}",
             "overhead vs random": f"{r['overhead']:+.1%}",
+            "time / random's": f"{r['time_ratio']:.2f}",
             "range over rounds": f"{min(r['overhead_per_round']):+.1%} to "
             f"{max(r['overhead_per_round']):+.1%}",
             "compile s": f"{r['compile_seconds']:.1f}",

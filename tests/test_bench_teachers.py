@@ -55,3 +55,23 @@ def test_a_challenged_config_with_overrides(tmp_path):
     document = json.loads(out.read_text())
     assert document["config"]["challenge"]["name"] == "unfeasible"
     assert document["config"]["loop"]["task_pool"] == 64
+
+
+@pytest.mark.slow  # two teachers compiled on a challenged tiny suite: about 30 s
+def test_a_suite_gives_each_labelled_teacher_its_own_keys(tmp_path):
+    from tests.test_benchmark import tiny_suite
+
+    suite = tmp_path / "suite.yaml"
+    teachers = {"random": {}, "slow_schedule": {"name": "schedule", "ramp_iterations": 50}}
+    suite.write_text(yaml.safe_dump(tiny_suite(teachers=teachers)))
+    out = tmp_path / "bench.json"
+    args = ["--suite", str(suite), "--setting", "rugged", "--iterations", "2", "--rounds", "1"]
+    assert bench_teachers.main([*args, "--out", str(out)]) == 0
+    document = json.loads(out.read_text())
+    results = document["results"]
+    assert list(results) == ["random", "slow_schedule"]
+    assert results["slow_schedule"]["config"] == {"ramp_iterations": 50}
+    assert results["random"]["time_ratio"] == 1.0
+    assert document["config"]["challenge"]["name"] == "rugged"
+    with pytest.raises(SystemExit):
+        bench_teachers.main(["--suite", str(suite), "--teachers", "alp_gmm"])
