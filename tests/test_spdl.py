@@ -13,6 +13,7 @@ import pytest
 import scipy.optimize
 
 from acl.agents.common import Transition
+from acl.errors import ConfigError
 from acl.spaces import Box
 from acl.teachers import TEACHERS
 from acl.teachers.base import Feedback, RunContext, compact_feedback
@@ -175,6 +176,21 @@ def test_moves_towards_the_target():
 
 def narrow_peak(tasks):
     return jnp.exp(-jnp.sum((tasks - 0.2) ** 2, axis=1) / 0.002)
+
+
+def test_negative_returns_are_rescaled_so_alpha_can_grow():
+    # A penalty per step: every return is negative, higher near the target.
+    def value_of(tasks):
+        return -15.0 + 5.0 * near_target(tasks)
+
+    settings = dict(use_avg_performance=True, zeta=0.25)
+    raw = run_updates(make_teacher(**settings), value_of, updates=3)
+    scaled = run_updates(make_teacher(return_bounds=(-20.0, 0.0), **settings), value_of, 3)
+    assert all(s["alpha"] == 0 for s in raw), "max(mean return, 0) is 0"
+    assert all(s["alpha"] > 0 for s in scaled)
+    assert scaled[-1]["kl_target"] < raw[-1]["kl_target"]
+    with pytest.raises(ConfigError, match="return_bounds"):
+        make_teacher(return_bounds=(0.0, -20.0))
 
 
 def test_std_never_goes_below_its_lower_bound():

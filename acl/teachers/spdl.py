@@ -56,6 +56,12 @@ Where this differs from TeachMyAgent, and why:
   mean the same in every task space.
 - `use_avg_performance` averages undiscounted episode returns (TeachMyAgent: returns
   discounted by the student's gamma).
+- Returns and value estimates are rescaled to [0, 1] by the env's return bounds
+  (`return_bounds`, TeachMyAgent's `--scale_reward`, which its benchmark did not pass).
+  alpha grows with max(performance, 0): on an env whose returns are all negative (a
+  penalty per step, as point_reach's) raw returns keep alpha at 0, and the distribution
+  would never move towards the target. Stump Tracks' returns, in [-150, 350], are mostly
+  positive once the walker walks, which is where TeachMyAgent ran it raw.
 - The update is keyed on env steps counted as the loop's `step` times the rollout's
   T x N (all instances of a seed; TeachMyAgent counts one env's steps), so it is a real
   `lax.cond` under a vmap over seeds; without a rollout, valid episodes' lengths are summed.
@@ -406,6 +412,13 @@ class SPDLTeacher:
         low=1,
         doc="Instances per seed, to keep values of episodes spanning rollouts; default: the run's.",
     )
+    return_bounds: tuple[float, float] | None = hparam(
+        None,
+        kind="floats",
+        size=2,
+        doc="(low, high): episode returns and value estimates are rescaled to [0, 1] by "
+        "them (and clipped), TeachMyAgent's --scale_reward; default: the env's.",
+    )
     initial_mean: tuple[float, ...] | None = hparam(
         None, kind="floats", doc="[D] expert's initial mean (task units); needs initial_std."
     )
@@ -428,6 +441,8 @@ class SPDLTeacher:
 
     def __post_init__(self):
         hparams.validate_fields(self, "teacher")
+        if self.return_bounds is not None and not self.return_bounds[0] < self.return_bounds[1]:
+            raise ConfigError(f"teacher.return_bounds needs low < high, got {self.return_bounds}")
         dim = self.task_space.dim
         for mean, std in (("initial_mean", "initial_std"), ("target_mean", "target_std")):
             if (getattr(self, mean) is None) != (getattr(self, std) is None):
@@ -536,6 +551,11 @@ class SPDLTeacher:
             feedback, rollout, state.carry_value, state.carry_known
         )
         performance = jnp.where(has_value, values, returns)
+        if self.return_bounds is not None:
+            low, high = self.return_bounds
+            returns, performance = (
+                jnp.clip((x - low) / (high - low), 0.0, 1.0) for x in (returns, performance)
+            )
         unit = jnp.where(mask[:, None], self.to_unit(feedback.task[:, :dim]), 0.0)
         rows = jnp.concatenate([unit, performance[:, None], returns[:, None]], 1)
         buffer = ring_push(state.buffer, rows, mask)
@@ -642,7 +662,7 @@ make_spdl = class_factory(
     SPDLTeacher,
     presets=SPDL_PRESETS,
     preset="teachmyagent",
-    run_fields=("num_envs",),
+    run_fields=("num_envs", "return_bounds"),
     name="make_spdl",
 )
 TEACHERS.register("spdl")(make_spdl)
