@@ -341,8 +341,11 @@ def test_write_report(tmp_path):
     results = report.load_results(FIXTURE)
     assert paths["summary.md"].read_text() == report.markdown_table(
         report.summary(results)
-    ) + report.findings_markdown(report.teachmyagent_findings(results))
+    ) + report.ranks_markdown(report.ranks(results)) + report.findings_markdown(
+        report.teachmyagent_findings(results)
+    )
     assert document["teachmyagent_findings"] == report.teachmyagent_findings(results)
+    assert {row["teacher"] for row in document["ranks"]} == set(results["teacher"])
 
 
 def test_write_report_slice_with_two_settings(tmp_path, df):
@@ -457,3 +460,49 @@ def test_mean_metric_scores_runs_by_their_mean_over_evaluations():
     assert "Final % mastered" in report.markdown_table(report.summary(results))
     with pytest.raises(ConfigError, match="metric"):
         report.as_metric(results, "auc")
+
+
+def test_ranks_order_by_final_and_break_ties_by_the_curve():
+    def runs(teacher, final, early):
+        table = _findings_table({(teacher, "default", "none"): final})
+        first = table.assign(env_steps=50, pct_mastered=early)
+        return [first, table]
+
+    parts = (
+        runs("random", [100.0, 100.0], [20.0, 20.0])
+        + runs("alp_gmm", [100.0, 100.0], [90.0, 90.0])
+        + runs("riac", [100.0, 100.0], [90.0, 90.0])  # equal on both: shares alp_gmm's rank
+        + runs("covar_gmm", [99.98, 99.98], [96.0, 96.0])  # within 0.05, better curve: first
+        + runs("adr", [50.0, 60.0], [99.0, 99.0])  # best curve, worse final: last
+    )
+    table = report.ranks(pd.concat(parts, ignore_index=True))
+    expected = {"random": 4, "alp_gmm": 2, "riac": 2, "covar_gmm": 1, "adr": 5}
+    assert table["default"].to_dict() == expected
+    assert "| covar_gmm | 1 | 1.0 |" in report.ranks_markdown(table)
+
+
+def test_findings_on_adr_and_on_teachers_without_a_prior():
+    low, mid, high = [10.0, 12.0, 11.0, 9.0], [50.0, 52.0, 49.0, 51.0], [90.0, 92.0, 91.0, 89.0]
+    scores = {
+        ("random", "default", "none"): mid,
+        ("random", "unfeasible", "none"): mid,
+        ("adr", "default", "none"): low,
+        ("adr", "default", "high"): high,
+        ("adr", "unfeasible", "none"): low,
+        ("adr", "unfeasible", "high"): mid,
+        ("alp_gmm", "default", "none"): high,
+        ("alp_gmm", "unfeasible", "none"): high,
+    }
+    found = {
+        f["finding"]: f["verdict"] for f in report.teachmyagent_findings(_findings_table(scores))
+    }
+    assert found["ADR relies on expert knowledge"] == "holds"
+    assert found["Teachers that use no expert knowledge are competitive"] == "holds"
+    scores[("adr", "unfeasible", "none")] = high  # beats its expert and Random there
+    scores[("alp_gmm", "default", "none")] = low
+    scores[("alp_gmm", "unfeasible", "none")] = low
+    found = {
+        f["finding"]: f["verdict"] for f in report.teachmyagent_findings(_findings_table(scores))
+    }
+    assert found["ADR relies on expert knowledge"] == "fails"
+    assert found["Teachers that use no expert knowledge are competitive"] == "fails"

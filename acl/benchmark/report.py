@@ -318,6 +318,55 @@ def summary(df: pd.DataFrame, baseline: str = "random") -> pd.DataFrame:
     return table
 
 
+def ranks(df: pd.DataFrame, baseline: str = "random", tie: float = 0.05) -> pd.DataFrame:
+    """Each teacher's rank per setting (1 = best): by the mean final % mastered, where
+    teachers within `tie` points of the first of their group (taken in that order) are
+    ordered by their mean % mastered over the evaluations (`as_metric(df, "mean")`);
+    equal on both, equal rank. One row per teacher, one column per setting label, then
+    "mean rank". `df` must hold every evaluation for the tie-break to see the curves."""
+    primary = summary(df, baseline)
+    secondary = summary(as_metric(df, "mean"), baseline).set_index(["teacher", "setting"])
+    labels = list(dict.fromkeys(primary["setting"]))
+    table = pd.DataFrame(index=teachers(final_scores(df), baseline), columns=labels, dtype=float)
+    for label in labels:
+        cell = primary[primary["setting"] == label].sort_values("mean", ascending=False)
+        entries = [
+            (row.teacher, row.mean, secondary.loc[(row.teacher, label), "mean"])
+            for row in cell.itertuples()
+        ]
+        groups: list[list[tuple]] = []
+        for entry in entries:
+            if groups and groups[-1][0][1] - entry[1] <= tie:
+                groups[-1].append(entry)
+            else:
+                groups.append([entry])
+        ordered = [e for group in groups for e in sorted(group, key=lambda e: -e[2])]
+        for position, (teacher, first, second) in enumerate(ordered):
+            rank = position + 1
+            if position:
+                prev_teacher, prev_first, prev_second = ordered[position - 1]
+                if abs(prev_first - first) <= tie and prev_second == second:
+                    rank = table.loc[prev_teacher, label]
+            table.loc[teacher, label] = rank
+    table["mean rank"] = table[labels].mean(axis=1)
+    return table
+
+
+def ranks_markdown(table: pd.DataFrame) -> str:
+    lines = [
+        "",
+        "Ranks per setting (1 = best; by final % mastered, ties within 0.05 points broken "
+        "by the mean over the evaluations):",
+        "",
+        "| teacher | " + " | ".join(table.columns) + " |",
+        "|---|" + "---:|" * len(table.columns),
+    ]
+    for teacher, row in table.iterrows():
+        cells = [f"{v:.0f}" if c != "mean rank" else f"{v:.1f}" for c, v in row.items()]
+        lines.append(f"| {teacher} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def _final_of(final: pd.DataFrame, teacher: str, challenge: str, expert: str = "none"):
     return _rows_of(final, teacher, challenge, expert)["pct_mastered"].to_numpy(np.float64)
 
@@ -342,6 +391,16 @@ def teachmyagent_findings(df: pd.DataFrame, baseline: str = "random") -> list[di
        baseline under "trivial".
     4. RIAC and Covar-GMM suffer from rugged difficulty: each is significantly below its
        own "default" score under "rugged".
+
+    Two more, checked only when the teachers they name are in `df`:
+
+    5. ADR relies on expert knowledge: without it, ADR's mean is below its expert-high
+       mean on every challenge that has both, significantly on at least one, and below
+       the baseline's under "unfeasible".
+    6. Teachers that use no expert knowledge are competitive: on the settings without an
+       expert, the best IQM (interquartile mean of final scores over runs x settings) of
+       ALP-GMM, Covar-GMM and RIAC is at least the best of ADR, SPDL, GoalGAN and
+       Setter-Solver (TeachMyAgent's abstract).
     """
     final = final_scores(df)
     names = set(final["teacher"])
@@ -437,6 +496,49 @@ def teachmyagent_findings(df: pd.DataFrame, baseline: str = "random") -> list[di
         add(finding, "not measured", "needs riac or covar_gmm under default and rugged")
     else:
         add(finding, "holds" if all(verdicts) else "fails", "; ".join(rows))
+
+    if "adr" in names:
+        finding = "ADR relies on expert knowledge"
+        rows, below, significant = [], [], []
+        for challenge in CHALLENGES:
+            none, high = (
+                _final_of(final, "adr", challenge),
+                _final_of(final, "adr", challenge, "high"),
+            )
+            if min(none.size, high.size) < 2:
+                continue
+            p = welch_p(none, high)
+            below.append(none.mean() < high.mean())
+            significant.append(none.mean() < high.mean() and p < ALPHA)
+            rows.append(f"{challenge}: none {_mean_se(none)}, high {_mean_se(high)} (p = {p:.2g})")
+        adr_unf = _final_of(final, "adr", "unfeasible")
+        if not rows or adr_unf.size < 2 or base_unf.size < 2:
+            add(finding, "not measured", "needs adr with and without the expert, and unfeasible")
+        else:
+            p = welch_p(adr_unf, base_unf)
+            worse = adr_unf.mean() < base_unf.mean()
+            rows.append(f"unfeasible: adr {_mean_se(adr_unf)} vs {baseline} (p = {p:.2g})")
+            holds = all(below) and any(significant) and worse
+            add(finding, "holds" if holds else "fails", "; ".join(rows))
+
+    no_prior = sorted(names & {"alp_gmm", "covar_gmm", "riac"})
+    with_prior = sorted(names & {"adr", "spdl", "goal_gan", "setter_solver"})
+    if no_prior and with_prior:
+        from scipy import stats
+
+        finding = "Teachers that use no expert knowledge are competitive"
+        plain = final[final["expert"] == "none"]
+        iqm = {
+            t: float(stats.trim_mean(plain[plain["teacher"] == t]["pct_mastered"], 0.25))
+            for t in no_prior + with_prior
+        }
+        best_plain, best_prior = (max(group, key=iqm.get) for group in (no_prior, with_prior))
+        add(
+            finding,
+            "holds" if iqm[best_plain] >= iqm[best_prior] else "fails",
+            "IQM of final % mastered without an expert: "
+            + ", ".join(f"{t} {iqm[t]:.1f}" for t in no_prior + with_prior),
+        )
     return results
 
 
@@ -869,7 +971,12 @@ def write_report(
     iqm = iqm_table(results, baseline, reps=reps, seed=seed)
     taus, profiles, cis = performance_profiles(results, baseline, reps=reps, seed=seed)
     findings = teachmyagent_findings(results, baseline)
-    paths["summary.md"].write_text(markdown_table(summ) + findings_markdown(findings))
+    ranked = ranks(curves, baseline) if metric == "final" else None
+    paths["summary.md"].write_text(
+        markdown_table(summ)
+        + (ranks_markdown(ranked) if ranked is not None else "")
+        + findings_markdown(findings)
+    )
     paths["summary.tex"].write_text(latex_table(summ))
     document = {
         "baseline": baseline,
@@ -887,6 +994,7 @@ def write_report(
             "teachers": iqm.to_dict(orient="records"),
         },
         "teachmyagent_findings": findings,
+        "ranks": None if ranked is None else ranked.reset_index(names="teacher").to_dict("records"),
         "provenance": provenance,
     }
     paths["summary.json"].write_text(json.dumps(_jsonable(document), indent=2))
