@@ -180,11 +180,15 @@ def git_commit() -> str:
     return _git("rev-parse", "HEAD") or "unknown"
 
 
-def git_dirty() -> bool | None:
+def git_dirty(output_dir: str | Path | None = None) -> bool | None:
     """Whether tracked files differ from `git_commit()`; None outside a git checkout.
 
-    A pre-registered confirmatory run must record False: it ran the committed protocol."""
-    status = _git("status", "--porcelain", "--untracked-files=no")
+    A pre-registered confirmatory run must record False: it ran the committed protocol.
+    `output_dir`: the run's own results directory, left out of the check, since a run that
+    grows or resumes committed results rewrites their tracked files before it records this.
+    """
+    pathspec = ["--", ":/", f":(exclude){Path(output_dir).resolve()}"] if output_dir else []
+    status = _git("status", "--porcelain", "--untracked-files=no", *pathspec)
     return None if status is None else bool(status)
 
 
@@ -199,12 +203,14 @@ def package_versions(packages) -> dict[str, str | None]:
     return versions
 
 
-def provenance(seeds: list[int]) -> dict:
+def provenance(seeds: list[int], output_dir: str | Path | None = None) -> dict:
+    """What produced a run: versions, commit, whether the checkout was clean (`output_dir`,
+    where the run writes, left out of that check), devices, seeds and command line."""
     return {
         "versions": package_versions(PACKAGES),
         "python": platform.python_version(),
         "git_commit": git_commit(),
-        "git_dirty": git_dirty(),
+        "git_dirty": git_dirty(output_dir),
         "device": [str(d) for d in jax.devices()],
         "platform": jax.default_backend(),
         "seeds": seeds,

@@ -295,7 +295,7 @@ def run_suite(
     prov_file = out / "provenance.json"
     prov = json.loads(prov_file.read_text()) if prov_file.exists() else {"cells": {}}
     seeds = [suite.base.seed + i for i in range(suite.base.num_seeds)]
-    current = provenance(seeds)
+    current = provenance(seeds, output_dir=out)
     if "git_commit" in prov and prov["git_commit"] != current["git_commit"]:
         # The cells finished before keep the record of the session that ran them.
         earlier = {k: prov[k] for k in ("git_commit", "git_dirty", "argv", "versions")}
