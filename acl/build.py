@@ -80,17 +80,21 @@ def agent_kwargs(config: ExperimentConfig) -> dict:
     return kwargs
 
 
-def run_context(config: ExperimentConfig, env, student_kwargs: dict | None = None) -> RunContext:
+def run_context(
+    config: ExperimentConfig, env, student_kwargs: dict | None = None, agent=None
+) -> RunContext:
     """What a teacher factory may read of the run: `env` (the run's, or one a script
     built itself), the loop's mode and width, the student's name and keyword arguments
-    (`agent_kwargs(config)` unless given)."""
+    (`agent_kwargs(config)` unless given) and its agent object (`agent`, when built)."""
     student_kwargs = agent_kwargs(config) if student_kwargs is None else student_kwargs
     return RunContext(
         env=env,
         return_bounds=tuple(env.return_bounds),
         loop_mode=config.loop.mode,
         num_envs=config.loop.num_envs,
+        shard_envs=config.loop.shard_envs,
         student=StudentSpec(config.agent.name, student_kwargs),
+        agent=agent,
         play=play,
     )
 
@@ -111,7 +115,7 @@ def build_components(config: ExperimentConfig, challenged: bool | None = None) -
     loop = config.loop
     teacher_factory = TEACHERS.get(config.teacher.name, "teacher.name")
     check_kwargs(teacher_factory, config.teacher.kwargs, "teacher", skip=("task_space", "context"))
-    context = run_context(config, env, student_kwargs)
+    context = run_context(config, env, student_kwargs, agent)
     space = teacher_space(env.task_space) if challenged else env.task_space
     teacher = teacher_factory(task_space=space, context=context, **config.teacher.kwargs)
     if challenged:

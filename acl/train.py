@@ -322,8 +322,15 @@ class Trainer:
             )
         # A key of its own, so the agent's stream is the same with any teacher.
         teacher_key = jax.random.fold_in(update_key, 1)
+        # The student after this update, for teachers that evaluate it (SFL).
         teacher_state = self.teacher.update(
-            teacher_state, teacher_key, tasks, feedback, teacher_batch, iteration
+            teacher_state,
+            teacher_key,
+            tasks,
+            feedback,
+            teacher_batch,
+            iteration,
+            student=agent_state,
         )
         # A real branch unless runs with different periods share a vmap.
         due = self._reinit_due(seed, iteration)

@@ -38,7 +38,8 @@ Setter-Solver trainings. Between them
 they also take each way the loop talks to a teacher: the slot layout, a task pool (with
 `handed_out` for reverse), `max_feedback`, a challenge with an expert prior (alp_gmm's
 low, adr's, goal_gan's and setter_solver's high), batch mode with rollout
-readers (PLR, ACCEL, PAIRED), and a guide (JSRL).
+readers (PLR, ACCEL, PAIRED), a guide (JSRL), and the student's agent state (SFL's
+refreshes).
 
 Bit-identity holds on CPU, where the project requires determinism. The runs compile with
 `tests.compile_effort.FAST_COMPILE`, as the fast suite does, in whatever session checks
@@ -236,6 +237,19 @@ CONFIGS: dict[str, dict] = {
         _POINT_MAZE,
     ),
     "random_goal": _config({"name": "random_goal"}, _POINT_MAZE),
+    # Learnability rollouts of the current student (the loop's `student`), a refresh at
+    # iterations 0 and 2, half the levels from the buffer after the first.
+    "sfl": _config(
+        {
+            "name": "sfl",
+            "num_batches": 2,
+            "batch_size": 8,
+            "rollout_steps": 24,
+            "num_to_save": 4,
+            "buffer_update_frequency": 2,
+        },
+        _POINT_REACH,
+    ),
     # ALP-GMM over point_maze's goals, the start fixed (issue 24's goal-only view).
     "subspace": _config(
         {"name": "subspace", "teacher": "alp_gmm", "dims": ["goal_x", "goal_y"], "inner": _GMM},

@@ -13,6 +13,10 @@ Keywords of `check_teacher` for teachers beyond the box tasks of `SPACE`:
   [T, n], the `rollout` every `update` gets (teachers that score levels, PLR and PAIRED,
   read it); pure JAX (it is vmapped over seeds). Default: `fake_rollout(key, n)` (random
   rewards and dones, `extras.value`).
+- `make_student=`: `make_student(key)` -> the agent state every `update` gets as
+  `student` (teachers that evaluate the student, SFL, act with it through their run's
+  agent); pure JAX. Default: `tiny_student(key)`, a real agent state of a small PPO,
+  which teachers that ignore the student only have to accept.
 
 Every update's feedback carries a random task-pool count `handed_out` in [0, batch].
 
@@ -30,6 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from acl.agents import AGENTS
 from acl.agents.common import Transition, ValueSpec
 from acl.spaces import Box
 from acl.teachers import TEACHERS
@@ -145,6 +150,20 @@ def fake_rollout(key, n: int, num_steps: int = 16) -> Transition:
     )
 
 
+@functools.cache
+def _tiny_agent():
+    return AGENTS.get("ppo")(hidden_sizes=(4,))
+
+
+def tiny_student(key) -> object:
+    """A real agent state for `update`'s `student`: a PPO with 4 hidden units on a
+    3-number observation and 2 actions, as a loop would hand over after its update."""
+    from gymnax.environments import spaces
+
+    obs_space = spaces.Box(low=-1.0, high=1.0, shape=(3,), dtype=jnp.float32)
+    return _tiny_agent().init(key, obs_space, spaces.Discrete(2))
+
+
 def garbage_feedback(tasks: jax.Array) -> Feedback:
     n = tasks.shape[0]
     # Dtypes as random_feedback's (float32, not weak): the jitted update is not compiled again.
@@ -202,9 +221,11 @@ def check_teacher(
     *,
     space: Box = SPACE,
     make_rollout=None,
+    make_student=None,
 ):
     """`rounds` updates with `batch` records each; pick teacher settings whose periodic
-    work (fits, splits) happens within them. `space`, `make_rollout`: module docstring.
+    work (fits, splits) happens within them. `space`, `make_rollout`, `make_student`:
+    module docstring.
     Returns the unbatched run's last state, to check that work happened."""
     teacher = make_teacher(space)
     assert isinstance(teacher, Teacher), "teacher lacks part of the protocol"
@@ -217,7 +238,7 @@ def check_teacher(
     make_feedback, make_seed_feedbacks = feedback_makers(space)
 
     init, sample, _ = jitted(teacher)
-    update_fn, update = loop_update(teacher, make_rollout)
+    update_fn, update = loop_update(teacher, make_rollout, make_student)
 
     state = init(jax.random.PRNGKey(1), params)
     key = jax.random.PRNGKey(2)
@@ -273,11 +294,13 @@ def jitted(teacher):
 
 
 @cache_if_hashable
-def loop_update(teacher, make_rollout=None):
+def loop_update(teacher, make_rollout=None, make_student=None):
     """`update_fn(state, tasks, feedback, step, key)`, teacher.update as the RL loop calls
-    it: with a rollout (`make_rollout`, default `fake_rollout`) and a task pool's
-    handed-out count, drawn from `key`; and update_fn jitted, once per equal teacher."""
+    it: with a rollout (`make_rollout`, default `fake_rollout`), a task pool's
+    handed-out count and the student's agent state (`make_student`, default
+    `tiny_student`), drawn from `key`; and update_fn jitted, once per equal teacher."""
     make_rollout = make_rollout or (lambda key, tasks: fake_rollout(key, tasks.shape[0]))
+    make_student = make_student or tiny_student
 
     def update_fn(state, tasks, feedback, step, key):
         rollout_key, count_key, update_key = jax.random.split(key, 3)
@@ -285,7 +308,9 @@ def loop_update(teacher, make_rollout=None):
         count = jax.random.randint(count_key, (), 0, tasks.shape[0] + 1)
         feedback = feedback.replace(handed_out=count)
         rollout = make_rollout(rollout_key, tasks)
-        return teacher.update(state, update_key, tasks, feedback, rollout, step)
+        # A key of its own: the other keys, and so every teacher's draws, stay as they were.
+        student = make_student(jax.random.fold_in(key, 3))
+        return teacher.update(state, update_key, tasks, feedback, rollout, step, student=student)
 
     return update_fn, jax.jit(update_fn)
 

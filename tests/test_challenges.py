@@ -141,7 +141,7 @@ class WitnessTeacher:
     def sample(self, state, key, n):
         return state, CORNERS[jax.random.randint(key, (n,), 0, 3)], default_info(n)
 
-    def update(self, state, key, tasks, feedback, rollout, step):
+    def update(self, state, key, tasks, feedback, rollout, step, student=None):
         distance = jnp.abs(feedback.task[:, None, :] - CORNERS[None]).max(-1).min(-1)
         own = jnp.all(jnp.where(feedback.mask, distance == 0.0, True))
         return WitnessState(state.only_own_tasks & own, state.records + feedback.count)

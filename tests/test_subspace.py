@@ -46,7 +46,7 @@ class RecordingTeacher:
             (default_info(n)),
         )
 
-    def update(self, state, key, tasks, feedback, rollout, step):
+    def update(self, state, key, tasks, feedback, rollout, step, student=None):
         return state.replace(last_task=feedback.task, last_tasks=tasks)
 
     def snapshot(self, state):

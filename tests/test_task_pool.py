@@ -166,7 +166,9 @@ class RecordingTeacher:
         index = state.drawn + 1 + jnp.arange(n)
         return state.replace(drawn=state.drawn + n), (index * SCALE)[:, None], default_info(n)
 
-    def update(self, state: RecordState, key, tasks, feedback: Feedback, rollout, step):
+    def update(
+        self, state: RecordState, key, tasks, feedback: Feedback, rollout, step, student=None
+    ):
         mask = feedback.mask
         slot = state.episode_count + jnp.cumsum(mask) - mask
         slot = jnp.where(mask, slot, state.episodes.shape[0])  # invalid records: dropped

@@ -27,6 +27,7 @@ NEEDS_ENV = {
     "svgg",
     "random_goal",
     "jsrl",
+    "sfl",
 }
 
 

@@ -260,11 +260,12 @@ class ChallengedTeacher:
         tasks = jnp.concatenate([to_env(state.challenge, unit), unit], axis=-1)
         return state.replace(inner=inner), tasks, info
 
-    def update(self, state: ChallengedState, key, tasks, feedback, rollout, step):
-        """The inner teacher's update, on its own coordinates."""
+    def update(self, state: ChallengedState, key, tasks, feedback, rollout, step, student=None):
+        """The inner teacher's update, on its own coordinates (the rollout and the
+        student pass through unchanged)."""
         inner_feedback = feedback.replace(task=feedback.task[:, self.dim :])
         inner = self.inner.update(
-            state.inner, key, tasks[:, self.dim :], inner_feedback, rollout, step
+            state.inner, key, tasks[:, self.dim :], inner_feedback, rollout, step, student=student
         )
         return state.replace(inner=inner)
 

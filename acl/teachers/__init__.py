@@ -12,6 +12,7 @@ from acl.teachers import reverse as _reverse  # noqa: F401  (registers reverse, 
 from acl.teachers import riac as _riac  # noqa: F401  (registers riac)
 from acl.teachers import schedule as _schedule  # noqa: F401  (registers schedule)
 from acl.teachers import setter_solver as _setter_solver  # noqa: F401  (registers setter_solver)
+from acl.teachers import sfl as _sfl  # noqa: F401  (registers sfl)
 from acl.teachers import spdl as _spdl  # noqa: F401  (registers spdl)
 from acl.teachers import subspace as _subspace  # noqa: F401  (registers subspace)
 from acl.teachers import svgg as _svgg  # noqa: F401  (registers svgg, random_goal)

@@ -241,7 +241,7 @@ class ADRTeacher:
         tasks = tasks.at[rows, d].set(jnp.where(probe, value, tasks[rows, d]))
         return state, tasks, default_info(n)
 
-    def update(self, state: ADRState, key, tasks, feedback: Feedback, rollout, step):
+    def update(self, state: ADRState, key, tasks, feedback: Feedback, rollout, step, student=None):
         del key, tasks, rollout, step
         params = state.params
         task = feedback.task[:, : self.task_space.dim]

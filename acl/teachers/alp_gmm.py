@@ -257,7 +257,7 @@ class GMMTeacher(abc.ABC):
 
     # -- protocol -------------------------------------------------------------------------
 
-    def update(self, state, key, tasks, feedback: Feedback, rollout, step: jax.Array):
+    def update(self, state, key, tasks, feedback: Feedback, rollout, step: jax.Array, student=None):
         """Adds the valid records of `feedback` (the tasks they actually ran, [K, D]); fits
         when (step + 1) % fit_every == 0. `tasks` (the last sample) is not used; fits draw
         from the state's own `fit_key`."""

@@ -5,7 +5,7 @@ A teacher object holds only shape-setting fields; everything numeric lives in th
 
     init(key, params) -> state
     sample(state, key, n) -> (state, tasks [n, D], info)
-    update(state, key, tasks, feedback, rollout, step) -> state
+    update(state, key, tasks, feedback, rollout, step, student=None) -> state
     snapshot(state) -> dict of arrays        (what a run directory records at each evaluation)
 
 `update` has this one signature for every teacher, and the loop calls it the same way for
@@ -24,10 +24,16 @@ all of them:
 - `step`: the number of `update` calls before this one. It is the same for every seed and
   never vmapped, so periodic work keyed on it (a GMM fit every `fit_every` updates) stays
   a real `lax.cond` under a vmap over seeds instead of a select that runs every time.
+- `student`: the student's agent state (its parameters) after this iteration's agent
+  update, the one the next rollout acts with; per seed under a vmap over seeds. Teachers
+  that evaluate the current student on levels of their own (SFL's learnability rollouts)
+  act with it through `RunContext.agent` and `RunContext.play`; the others ignore it.
+  It defaults to None, for calls outside the loop.
 
 What a teacher needs from the run (the env, the env's return bounds, the loop mode, the
-student's agent) is handed over once, at construction: every registered factory takes
-`context: RunContext` besides the task space and its config keys.
+student's agent and the rollout that plays it) is handed over once, at construction:
+every registered factory takes `context: RunContext` besides the task space and its
+config keys.
 
 A teacher's tasks may be wider than the env's task space (D' >= D columns): the env reads
 the first D, and the columns after them ride along with the instance. They reach the
@@ -138,7 +144,14 @@ class RunContext:
     """"episode" or "batch" (`loop.mode`)."""
     num_envs: int | None = None
     """Instances per seed (`loop.num_envs`)."""
+    shard_envs: bool | None = None
+    """Each seed's instances split over devices (`loop.shard_envs`): every device then
+    runs the teacher's update on the same state."""
     student: StudentSpec | None = None
+    agent: Any = None
+    """The student's agent object as the run built it (before any teacher's
+    `wrap_student`): with `play` and the agent state `update` receives as `student`, a
+    teacher can roll the current student on levels of its own (SFL)."""
     play: Any = None
     """The run's rollout, for teachers that roll agents of their own (PAIRED's adversary
     and antagonist): `play(env, agent, agent_state, tasks [N, D'], num_steps, reset_key,
@@ -231,6 +244,7 @@ class Teacher(Protocol):
         feedback: Feedback,
         rollout: Any,
         step: jax.Array,
+        student: Any = None,
     ) -> Any: ...
 
     def snapshot(self, state: Any) -> dict: ...

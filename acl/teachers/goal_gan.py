@@ -445,7 +445,9 @@ class GoalGANTeacher:
         tasks = jnp.where(repeat[:, None], state.pending_task[rows], tasks)
         return state, tasks, default_info(n)
 
-    def update(self, state: GoalGANState, key, tasks, feedback: Feedback, rollout, step):
+    def update(
+        self, state: GoalGANState, key, tasks, feedback: Feedback, rollout, step, student=None
+    ):
         del key, tasks, rollout
         state = self._record(state, feedback)
         state = self._label(state)

@@ -394,7 +394,9 @@ class JSRLTeacher:
 
     # -- update ------------------------------------------------------------------------
 
-    def update(self, state: JSRLState, key, tasks, feedback: Feedback, rollout, step) -> JSRLState:
+    def update(
+        self, state: JSRLState, key, tasks, feedback: Feedback, rollout, step, student=None
+    ) -> JSRLState:
         """Adds the returns of the current stage's finished episodes to the window; the
         curriculum then moves to the next stage if the window's mean is good enough."""
         valid = feedback.mask.astype(bool)

@@ -329,6 +329,7 @@ class PAIREDTeacher:
         feedback: Feedback,
         rollout: Transition | None,
         step: jax.Array,
+        student: Any = None,
     ) -> PAIREDState:
         """Regret of the protagonist's rollout [T, n] on `tasks` [n, D] (the last
         sample's levels) against the antagonist's; both teacher learners update. The

@@ -182,7 +182,9 @@ class DRTeacher:
     def sample(self, state: DRState, key: jax.Array, n: int):
         return state, self.env.sample_tasks(key, n, state.params.num_walls), default_info(n)
 
-    def update(self, state: DRState, key, tasks, feedback: Feedback, rollout, step) -> DRState:
+    def update(
+        self, state: DRState, key, tasks, feedback: Feedback, rollout, step, student=None
+    ) -> DRState:
         return state.replace(episodes_seen=state.episodes_seen + feedback.count.astype(jnp.int32))
 
     def snapshot(self, state: DRState) -> dict:
@@ -476,6 +478,7 @@ class PLRTeacher:
         feedback: Feedback,
         rollout: Transition | None,
         step: jax.Array,
+        student: Any = None,
     ) -> PLRState:
         """Scores the batch's levels tasks [N, D] from `rollout` [T, N] and records them
         (`record`). `feedback` is not read: the rollout has every step."""

@@ -36,7 +36,9 @@ class _StatelessTeacher:
         del key
         return CountingState(params=params, episodes_seen=jnp.zeros((), jnp.int32))
 
-    def update(self, state: CountingState, key, tasks, feedback: Feedback, rollout, step):
+    def update(
+        self, state: CountingState, key, tasks, feedback: Feedback, rollout, step, student=None
+    ):
         return state.replace(episodes_seen=state.episodes_seen + feedback.count.astype(jnp.int32))
 
     def snapshot(self, state: CountingState) -> dict:

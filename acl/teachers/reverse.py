@@ -82,6 +82,7 @@ Where this departs from the paper, and why:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -284,6 +285,7 @@ class ReverseTeacher:
         feedback: Feedback,
         rollout,
         step: jax.Array,
+        student: Any = None,
     ) -> ReverseState:
         """Counts attempts and successes per batch start; at a round boundary
         ((step + 1) % updates_per_round == 0) labels, fills the buffer and expands.
@@ -556,7 +558,7 @@ class UniformStartTeacher:
         tasks = self.task_space.clip(env.task_with_start(base, starts))
         return state, tasks, default_info(n)
 
-    def update(self, state, key, tasks, feedback: Feedback, rollout, step):
+    def update(self, state, key, tasks, feedback: Feedback, rollout, step, student=None):
         return state.replace(episodes_seen=state.episodes_seen + feedback.count.astype(jnp.int32))
 
     def snapshot(self, state) -> dict:

@@ -335,7 +335,9 @@ class RIACTeacher:
 
     # ------------------------------------------------------------------ update
 
-    def update(self, state: RIACState, key, tasks, feedback: Feedback, rollout, step) -> RIACState:
+    def update(
+        self, state: RIACState, key, tasks, feedback: Feedback, rollout, step, student=None
+    ) -> RIACState:
         """Insert the valid records of `feedback` (task [K, D], return [K]) into every node
         containing them, split at most one full leaf, recompute the ALPs. The tasks the
         episodes actually ran are in feedback.task; splits draw from the state's key."""

@@ -102,7 +102,9 @@ class ScheduleTeacher:
         tasks = jax.random.uniform(key, (n, self.task_space.dim), minval=low, maxval=high)
         return state, tasks, default_info(n)
 
-    def update(self, state: ScheduleState, key, tasks, feedback: Feedback, rollout, step):
+    def update(
+        self, state: ScheduleState, key, tasks, feedback: Feedback, rollout, step, student=None
+    ):
         return state.replace(
             updates=state.updates + 1,
             episodes_seen=state.episodes_seen + feedback.count.astype(jnp.int32),

@@ -390,7 +390,9 @@ class SetterSolverTeacher:
         )
         return state, tasks, default_info(n)
 
-    def update(self, state: SetterSolverState, key, tasks, feedback: Feedback, rollout, step):
+    def update(
+        self, state: SetterSolverState, key, tasks, feedback: Feedback, rollout, step, student=None
+    ):
         del tasks, rollout
         task = feedback.task[:, : self.dim]
         valid = feedback.mask.astype(bool) & jnp.all(jnp.isfinite(task), axis=-1)

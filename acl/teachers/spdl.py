@@ -543,7 +543,7 @@ class SPDLTeacher:
         )
         return state, tasks, default_info(n)
 
-    def update(self, state: SPDLState, key, tasks, feedback: Feedback, rollout, step):
+    def update(self, state: SPDLState, key, tasks, feedback: Feedback, rollout, step, student=None):
         dim = self.task_space.dim
         mask = feedback.mask.astype(bool)
         returns = jnp.where(mask, feedback.episode_return, 0.0).astype(jnp.float32)

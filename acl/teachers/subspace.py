@@ -99,11 +99,15 @@ class SubspaceTeacher:
         tasks = self.lift(state.params.base_task, sub)
         return state.replace(inner=inner), tasks, info
 
-    def update(self, state: SubspaceState, key, tasks, feedback: Feedback, rollout, step):
+    def update(
+        self, state: SubspaceState, key, tasks, feedback: Feedback, rollout, step, student=None
+    ):
         """The inner teacher's update on the projected tasks and feedback (the rollout
-        passes through unchanged)."""
+        and the student pass through unchanged)."""
         projected = feedback.replace(task=self.project(feedback.task))
-        inner = self.inner.update(state.inner, key, self.project(tasks), projected, rollout, step)
+        inner = self.inner.update(
+            state.inner, key, self.project(tasks), projected, rollout, step, student=student
+        )
         return state.replace(inner=inner)
 
     def snapshot(self, state: SubspaceState) -> dict:

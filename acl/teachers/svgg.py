@@ -588,7 +588,14 @@ class SVGGTeacher:
     # -- update --------------------------------------------------------------------------
 
     def update(
-        self, state: SVGGState, key, tasks, feedback: Feedback, rollout, step: jax.Array
+        self,
+        state: SVGGState,
+        key,
+        tasks,
+        feedback: Feedback,
+        rollout,
+        step: jax.Array,
+        student=None,
     ) -> SVGGState:
         """Buffers take the valid records; every `update_every` updates the validity
         model is refitted, D_phi trained and the particles moved (`fit`)."""
@@ -831,7 +838,7 @@ class RandomGoalTeacher:
         tasks = self.task_space.clip(self.env.task_with_goal(base, goals))
         return state, tasks, default_info(n)
 
-    def update(self, state, key, tasks, feedback: Feedback, rollout, step):
+    def update(self, state, key, tasks, feedback: Feedback, rollout, step, student=None):
         return state.replace(episodes_seen=state.episodes_seen + feedback.count.astype(jnp.int32))
 
     def snapshot(self, state) -> dict:

@@ -1,0 +1,396 @@
+"""Sampling For Learnability (SFL; Rutherford et al. 2024, "No Regrets: Investigating and
+Improving Regret Approximations for Curriculum Discovery", NeurIPS).
+
+SFL keeps a buffer of the levels the current student finds most learnable, p (1 - p) with
+p its success rate on the level, and trains on a mix of those and fresh random levels:
+
+- Refresh, every `buffer_update_frequency` updates (at steps 0, f, 2f, ...: the first
+  update builds the first buffer): draw `num_batches` x `batch_size` random levels, roll
+  the current student on each for `rollout_steps` env steps (`RunContext.play`, every
+  instance restarting on its own level after each episode), p = the share of its
+  finished episodes that succeed (`env.is_success` of the episode's return). A level with
+  no finished episode has learnability 0. The `num_to_save` levels of highest
+  learnability become the buffer (`top_learnability`; ties go to the earlier draw).
+- Sample: each level is a buffer level drawn uniformly with probability
+  1 - `sampled_envs_ratio`, else a fresh random level. Until the first refresh the
+  buffer is empty and every level is fresh.
+
+Random levels come from the env's generator when it has one (`env.sample_tasks(key, n,
+num_walls)`, the maze's, as the `dr` teacher), otherwise uniformly from the task space
+(any env with `is_success`: point_reach, cartpole, ...).
+
+The student is the agent state the loop hands `update` (`student`, after this
+iteration's agent update) acting through the run's agent (`RunContext.agent`); the
+refresh is a `lax.cond` on the shared step, a real branch under a vmap over seeds. Its
+env steps are not training steps: the state counts them (`eval_env_steps`, float32, as
+the count outgrows int32 at the paper's sizes) and the refreshes, and `snapshot`
+reports both with the buffer's learnability statistics, so results can report
+evaluation steps beside training steps.
+
+Presets (`SFL_PRESETS`):
+- `maze` (default): the paper's MiniGrid maze settings (Rutherford et al. 2024, appendix;
+  the authors' sfl/train/minigrid_sfl.py): 5 batches of 5000 levels, 2000 rollout steps,
+  1000 levels kept, a refresh every 100 updates, half buffer half fresh.
+- `kinetix`: Kinetix's configs/ued/sfl.yaml: 3 x 4096 levels, 512 steps, 1024 kept, a
+  refresh every 128 updates, sampled_envs_ratio 0.5.
+- `cpu`: ours, for CPU runs (the mini-UED protocol's 32 x 256-step updates): 1 x 256
+  levels, 128 steps (a 9 x 9 maze's episode length), 64 kept, a refresh every 16
+  updates: 32768 evaluation steps per 16 x 8192 training steps, a quarter of them.
+
+Departures: the buffer is drawn uniformly per level as in the reference, but the fresh
+share is per level (a coin per instance) rather than a fixed split of the batch, so a
+batch's buffer share varies around 1 - `sampled_envs_ratio`. Evaluation rollouts use the
+student's sampled actions, as the reference. The rollout is `play`'s whole Transition
+[T, N] of a batch, of which only rewards and dones are read: at the maze preset a batch
+is 5000 x 2000 steps, so memory, not compute, may call for smaller batches.
+
+Not supported: `loop.shard_envs` (every device would run the same evaluation rollouts),
+and a challenge's unit cube (the levels are played on the env directly): both raise
+ConfigError at construction.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from acl import hparams
+from acl.errors import ConfigError
+from acl.hparams import hparam, nested
+from acl.spaces import Box
+from acl.teachers import checks
+from acl.teachers.base import TEACHERS, Feedback, RunContext, class_factory, default_info
+
+# -- learnability ------------------------------------------------------------------------
+
+
+def episode_successes(reward: jax.Array, done: jax.Array, is_success) -> tuple[jax.Array, ...]:
+    """Finished episodes and their successes per instance of a rollout in which every
+    instance starts an episode at step 0 (`play`): reward, done [T, N] ->
+    (successes [N], episodes [N]), float32. `is_success(episode_return)` judges each
+    finished episode; an unfinished tail counts for nothing."""
+
+    def step(carry, xs):
+        running, successes, episodes = carry
+        r, d = xs
+        running = running + r
+        successes = successes + (d & is_success(running))
+        episodes = episodes + d
+        return (jnp.where(d, 0.0, running), successes, episodes), None
+
+    n = reward.shape[1]
+    zeros = jnp.zeros((n,), jnp.float32)
+    init = (zeros, zeros, zeros)
+    (_, successes, episodes), _ = jax.lax.scan(
+        step, init, (reward.astype(jnp.float32), done.astype(bool))
+    )
+    return successes, episodes
+
+
+def learnability(successes: jax.Array, episodes: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Success rate p and learnability p (1 - p) per level, [N] each; both 0 for a level
+    with no finished episode."""
+    finished = episodes > 0
+    p = jnp.where(finished, successes / jnp.maximum(episodes, 1.0), 0.0)
+    return p, jnp.where(finished, p * (1.0 - p), 0.0)
+
+
+def top_learnability(levels: jax.Array, p: jax.Array, score: jax.Array, k: int):
+    """The k levels of highest learnability: levels [M, D], p [M], score [M] ->
+    (levels [k, D], p [k], score [k]), highest first; ties go to the lower index."""
+    top_score, index = jax.lax.top_k(score, k)
+    return levels[index], p[index], top_score
+
+
+# -- the teacher -------------------------------------------------------------------------
+
+
+@struct.dataclass
+class SFLParams:
+    """Numeric hyperparameters (pytree leaves, vmappable): as configured on the teacher
+    (`hyper`), as arrays in `default_params()`."""
+
+    sampled_envs_ratio: jax.Array = hparam(
+        0.5,
+        low=0.0,
+        high=1.0,
+        doc="Probability that a level handed out is fresh (not from the buffer), as "
+        "Kinetix's key; the paper's half buffer half fresh.",
+    )
+    num_walls: jax.Array = hparam(
+        None,
+        kind="int",
+        low=0,
+        doc="Walls of each generated level for an env with a level generator (int32); "
+        "default: the env's own num_walls; unused by envs without one.",
+    )
+
+
+@struct.dataclass
+class SFLState:
+    """The learnability buffer and the evaluation's bookkeeping."""
+
+    params: SFLParams
+    levels: jax.Array
+    """[B, D] buffered levels (B = num_to_save)."""
+    success: jax.Array
+    """[B] the student's success rate p on each at the last refresh."""
+    score: jax.Array
+    """[B] their learnability p (1 - p)."""
+    filled: jax.Array
+    """bool: a refresh has filled the buffer (before it, every level is fresh)."""
+    refreshes: jax.Array
+    """int32 buffer refreshes so far."""
+    eval_env_steps: jax.Array
+    """float32 env steps of the refreshes' evaluation rollouts (not training steps)."""
+    buffer_share: jax.Array
+    """float32 share of the last sample's levels drawn from the buffer."""
+
+
+ENV_DOC = "The env the student is evaluated on (static); default: the run's."
+
+
+@dataclass(frozen=True)
+class SFLTeacher:
+    """Sampling For Learnability; see the sfl module docstring."""
+
+    task_space: Box
+    env: Any = hparam(None, kind="any", doc=ENV_DOC)
+    agent: Any = hparam(
+        None, kind="any", doc="The student's agent object (static); default: the run's."
+    )
+    play: Any = hparam(
+        None,
+        kind="any",
+        doc="The rollout that plays the student on levels (acl.rollout.play); default: the run's.",
+    )
+    num_batches: int = hparam(5, low=1, doc="Batches of random levels per refresh.")
+    batch_size: int = hparam(5000, low=1, doc="Random levels per batch, rolled at once.")
+    rollout_steps: int = hparam(
+        2000, low=1, doc="Env steps the student plays on each level per refresh."
+    )
+    num_to_save: int = hparam(
+        1000, low=1, doc="Levels of highest learnability kept (the buffer's size)."
+    )
+    buffer_update_frequency: int = hparam(
+        100, low=1, doc="Updates between refreshes (at steps 0, f, 2f, ...)."
+    )
+    snapshot_size: int = hparam(16, low=1, doc="Most learnable levels recorded by `snapshot`.")
+    hyper: SFLParams = nested(SFLParams)
+
+    def __post_init__(self):
+        checks.check_env(
+            self.env,
+            self.task_space,
+            "sfl",
+            uses="evaluates the student on the env's levels",
+            build="TEACHERS.get('sfl')(task_space, context=RunContext(env=..., agent=..., "
+            "play=...))",
+            methods=("is_success",),
+        )
+        if (self.task_space.low, self.task_space.high) != (
+            self.env.task_space.low,
+            self.env.task_space.high,
+        ):
+            raise ConfigError(
+                "teacher sfl plays its levels on the env itself: its task space must be the "
+                "env's (it cannot work in a challenge's unit cube or a subspace)"
+            )
+        if self.agent is None or self.play is None:
+            raise ConfigError(
+                "teacher sfl rolls the current student on its levels: it needs the run's "
+                "agent and rollout (RunContext.agent and RunContext.play; outside a run, "
+                "agent=... and play=acl.rollout.play)"
+            )
+        hparams.validate_fields(self, "teacher")
+        if self.num_to_save > self.num_batches * self.batch_size:
+            raise ConfigError(
+                f"teacher.num_to_save ({self.num_to_save}) must be at most num_batches x "
+                f"batch_size ({self.num_batches * self.batch_size}), the levels scored"
+            )
+        if self.hyper.num_walls is None:
+            walls = int(getattr(self.env, "num_walls", 0)) if self.generates else 0
+            object.__setattr__(self, "hyper", self.hyper.replace(num_walls=walls))
+
+    @property
+    def generates(self) -> bool:
+        """The env has a level generator (`sample_tasks`); else levels are uniform."""
+        return callable(getattr(self.env, "sample_tasks", None))
+
+    @property
+    def env_steps_per_refresh(self) -> int:
+        return self.num_batches * self.batch_size * self.rollout_steps
+
+    def default_params(self) -> SFLParams:
+        return hparams.leaves(self.hyper)
+
+    def init(self, key: jax.Array, params: SFLParams) -> SFLState:
+        del key
+        b, d = self.num_to_save, self.task_space.dim
+        zero = jnp.zeros((), jnp.float32)
+        return SFLState(
+            params=params,
+            levels=jnp.zeros((b, d), jnp.float32),
+            success=jnp.zeros((b,), jnp.float32),
+            score=jnp.zeros((b,), jnp.float32),
+            filled=jnp.zeros((), bool),
+            refreshes=jnp.zeros((), jnp.int32),
+            eval_env_steps=zero,
+            buffer_share=zero,
+        )
+
+    def random_levels(self, key: jax.Array, params: SFLParams, n: int) -> jax.Array:
+        """[n, D] fresh levels: the env's generator, or uniform in the task space."""
+        if self.generates:
+            return self.env.sample_tasks(key, n, params.num_walls).astype(jnp.float32)
+        return self.task_space.sample_uniform(key, n).astype(jnp.float32)
+
+    def sample(self, state: SFLState, key: jax.Array, n: int):
+        fresh_key, pick_key, coin_key = jax.random.split(key, 3)
+        fresh = self.random_levels(fresh_key, state.params, n)
+        buffered = state.levels[jax.random.randint(pick_key, (n,), 0, self.num_to_save)]
+        coin = jax.random.uniform(coin_key, (n,))
+        from_buffer = state.filled & (coin >= state.params.sampled_envs_ratio)
+        tasks = jnp.where(from_buffer[:, None], buffered, fresh)
+        state = state.replace(buffer_share=from_buffer.mean(dtype=jnp.float32))
+        return state, tasks, default_info(n)
+
+    def update(
+        self,
+        state: SFLState,
+        key: jax.Array,
+        tasks: jax.Array,
+        feedback: Feedback,
+        rollout: Any,
+        step: jax.Array,
+        student: Any = None,
+    ) -> SFLState:
+        """A refresh when step % buffer_update_frequency == 0 (a real branch: `step` is
+        shared by the seeds); otherwise nothing. `tasks`, `feedback` and `rollout` are
+        not read: SFL scores levels by rollouts of its own."""
+        if student is None:
+            raise ConfigError(
+                "teacher sfl evaluates the current student: call update with "
+                "student=<the agent state> (the loop does)"
+            )
+        due = jnp.asarray(step, jnp.int32) % self.buffer_update_frequency == 0
+        return jax.lax.cond(due, self.refresh, lambda s, k, _: s, state, key, student)
+
+    def refresh(self, state: SFLState, key: jax.Array, student: Any) -> SFLState:
+        """Scores num_batches x batch_size random levels by the student's rollouts and
+        keeps the num_to_save most learnable (module docstring)."""
+        level_key, play_key = jax.random.split(key)
+        m = self.num_batches * self.batch_size
+        levels = self.random_levels(level_key, state.params, m)
+
+        def score_batch(xs):
+            batch_levels, batch_key = xs
+            reset_key, rollout_key = jax.random.split(batch_key)
+            _, rollout = self.play(
+                self.env,
+                self.agent,
+                student,
+                batch_levels,
+                self.rollout_steps,
+                reset_key,
+                rollout_key,
+            )
+            return episode_successes(rollout.reward, rollout.done, self.env.is_success)
+
+        # One batch at a time: the rollout's memory is one batch's.
+        batches = levels.reshape(self.num_batches, self.batch_size, -1)
+        keys = jax.random.split(play_key, self.num_batches)
+        successes, episodes = jax.lax.map(score_batch, (batches, keys))
+        p, score = learnability(successes.reshape(m), episodes.reshape(m))
+        kept, kept_p, kept_score = top_learnability(levels, p, score, self.num_to_save)
+        refreshes = state.refreshes + 1
+        return state.replace(
+            levels=kept,
+            success=kept_p,
+            score=kept_score,
+            filled=jnp.ones((), bool),
+            refreshes=refreshes,
+            eval_env_steps=refreshes.astype(jnp.float32) * float(self.env_steps_per_refresh),
+        )
+
+    def snapshot(self, state: SFLState) -> dict:
+        """The `snapshot_size` most learnable buffered levels, the buffer's learnability
+        statistics (mean p, mean p (1 - p), share with 0 < p < 1; 0 before the first
+        refresh), the refresh count and the evaluation's env steps."""
+        k = min(self.snapshot_size, self.num_to_save)
+        filled = state.filled.astype(jnp.float32)
+        learnable = ((state.success > 0) & (state.success < 1)).mean(dtype=jnp.float32)
+        return {
+            "levels": state.levels[:k],
+            "level_success": state.success[:k],
+            "level_learnability": state.score[:k],
+            "mean_success": filled * state.success.mean(),
+            "mean_learnability": filled * state.score.mean(),
+            "learnable_share": filled * learnable,
+            "refreshes": state.refreshes,
+            "eval_env_steps": state.eval_env_steps,
+            "buffer_share": state.buffer_share,
+        }
+
+
+# -- registration ------------------------------------------------------------------------
+
+SFL_PRESETS: dict[str, dict] = {
+    # The paper's MiniGrid maze (appendix; sfl/train/minigrid_sfl.py).
+    "maze": {},
+    # Kinetix's configs/ued/sfl.yaml.
+    "kinetix": dict(
+        num_batches=3,
+        batch_size=4096,
+        rollout_steps=512,
+        num_to_save=1024,
+        buffer_update_frequency=128,
+        sampled_envs_ratio=0.5,
+    ),
+    # Ours, for CPU runs: evaluation a quarter of the mini-UED protocol's training steps.
+    "cpu": dict(
+        num_batches=1,
+        batch_size=256,
+        rollout_steps=128,
+        num_to_save=64,
+        buffer_update_frequency=16,
+    ),
+}
+"""Named settings of the SFL teacher (module docstring)."""
+
+_make_sfl = class_factory(
+    SFLTeacher,
+    presets=SFL_PRESETS,
+    preset="maze",
+    run_fields=("env", "agent", "play"),
+    name="make_sfl",
+)
+
+
+@functools.wraps(_make_sfl)
+def make_sfl(task_space: Box, context: RunContext | None = None, **config) -> SFLTeacher:
+    if context is not None and context.shard_envs:
+        raise ConfigError(
+            "teacher sfl does not take loop.shard_envs: every device would run the same "
+            "evaluation rollouts of the student"
+        )
+    return _make_sfl(task_space, context, **config)
+
+
+TEACHERS.register("sfl")(make_sfl)
+
+__all__ = [
+    "SFL_PRESETS",
+    "SFLParams",
+    "SFLState",
+    "SFLTeacher",
+    "episode_successes",
+    "learnability",
+    "make_sfl",
+    "top_learnability",
+]
