@@ -12,7 +12,9 @@ p its success rate on the level, and trains on a mix of those and fresh random l
   no finished episode has learnability 0. The `num_to_save` levels of highest
   learnability become the buffer (`top_learnability`; ties go to the earlier draw).
 - Sample: each level is a buffer level drawn uniformly with probability
-  1 - `sampled_envs_ratio`, else a fresh random level. Until the first refresh the
+  `sampled_envs_ratio` (Kinetix's key: the share of levels from the SFL buffer, 0 being
+  its SFL-DR ablation; the authors' maze config takes 128 of 256), else a fresh random
+  level. Until the first refresh the
   buffer is empty and every level is fresh.
 
 Random levels come from the env's generator when it has one (`env.sample_tasks(key, n,
@@ -39,7 +41,7 @@ Presets (`SFL_PRESETS`):
 
 Departures: the buffer is drawn uniformly per level as in the reference, but the fresh
 share is per level (a coin per instance) rather than a fixed split of the batch, so a
-batch's buffer share varies around 1 - `sampled_envs_ratio`. Evaluation rollouts use the
+batch's buffer share varies around `sampled_envs_ratio`. Evaluation rollouts use the
 student's sampled actions, as the reference. The rollout is `play`'s whole Transition
 [T, N] of a batch, of which only rewards and dones are read: at the maze preset a batch
 is 5000 x 2000 steps, so memory, not compute, may call for smaller batches.
@@ -119,8 +121,8 @@ class SFLParams:
         0.5,
         low=0.0,
         high=1.0,
-        doc="Probability that a level handed out is fresh (not from the buffer), as "
-        "Kinetix's key; the paper's half buffer half fresh.",
+        doc="Probability that a level handed out comes from the learnability buffer "
+        "(Kinetix's key; 0 is pure DR); the paper's half buffer, half fresh.",
     )
     num_walls: jax.Array = hparam(
         None,
@@ -255,7 +257,7 @@ class SFLTeacher:
         fresh = self.random_levels(fresh_key, state.params, n)
         buffered = state.levels[jax.random.randint(pick_key, (n,), 0, self.num_to_save)]
         coin = jax.random.uniform(coin_key, (n,))
-        from_buffer = state.filled & (coin >= state.params.sampled_envs_ratio)
+        from_buffer = state.filled & (coin < state.params.sampled_envs_ratio)
         tasks = jnp.where(from_buffer[:, None], buffered, fresh)
         state = state.replace(buffer_share=from_buffer.mean(dtype=jnp.float32))
         return state, tasks, default_info(n)
