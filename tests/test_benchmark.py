@@ -137,6 +137,21 @@ def test_a_suite_that_only_adds_teachers_keeps_the_finished_cells(uninterrupted,
             run_suite(parse_suite(changed), grown_dir, progress=False, stop_after=0)
 
 
+def test_a_directory_without_its_cells_is_resumed_from_results_csv(uninterrupted, tmp_path):
+    # As committed: results.csv, suite.json and provenance.json, no cells/.
+    out, table = uninterrupted
+    kept = tmp_path / "committed"
+    shutil.copytree(out, kept)
+    shutil.rmtree(kept / "cells")
+    before = (kept / "results.csv").read_text()
+    suite = parse_suite(tiny_suite())
+    assert is_complete(suite, kept) is False
+    again = run_suite(suite, kept, progress=False, stop_after=0)
+    assert is_complete(suite, kept), "every cell restored, none recomputed"
+    assert (kept / "results.csv").read_text() == before
+    pd.testing.assert_frame_equal(again, table)
+
+
 def test_suite_config_errors_name_the_field():
     with pytest.raises(ConfigError, match="unknown suite key"):
         parse_suite(tiny_suite(extra=1))

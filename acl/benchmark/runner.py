@@ -14,7 +14,8 @@ OUT_DIR/
   suite.json        the resolved suite config; a re-run with a different one is refused,
                     except one that only adds teachers (`grows`): the finished cells stay
   provenance.json   versions, git commit, device, seeds; each cell's wall time and commit
-  cells/*.csv       finished cells
+  cells/*.csv       finished cells (restored from results.csv where missing: a committed
+                    results directory need only keep results.csv)
   results.csv       every finished cell, in suite order (schema: RESULT_COLUMNS)
 """
 
@@ -292,6 +293,7 @@ def run_suite(
                 "teachers, the others' configs unchanged, may reuse it)"
             )
     _write_atomic(suite_file, resolved)
+    restore_cells(suite, out)
     prov_file = out / "provenance.json"
     prov = json.loads(prov_file.read_text()) if prov_file.exists() else {"cells": {}}
     seeds = [suite.base.seed + i for i in range(suite.base.num_seeds)]
@@ -375,6 +377,30 @@ def run_suite(
     bar.close()
     _write_atomic(prov_file, json.dumps(prov, indent=2, default=str))
     return collect_results(suite, out)
+
+
+def restore_cells(suite: SuiteConfig, out: Path) -> int:
+    """Split OUT/results.csv back into the cells it holds that have no file under cells/
+    (a committed results directory keeps results.csv, not the cells), so that a suite
+    that grows it runs only the new cells. Returns how many were restored."""
+    table_file = out / "results.csv"
+    if not table_file.exists():
+        return 0
+    # "none" and the like stay strings; the rows go back byte for byte.
+    table = pd.read_csv(table_file, keep_default_na=False)
+    restored = 0
+    for label, _ in suite.teachers:
+        for spec in suite.settings:
+            path = cell_path(out, label, spec)
+            rows = table[
+                (table.teacher == label)
+                & (table.challenge == spec.challenge)
+                & (table.expert.astype(str) == str(spec.expert))
+            ]
+            if len(rows) and not path.exists():
+                _write_atomic(path, rows.to_csv(index=False))
+                restored += 1
+    return restored
 
 
 def grows(previous: dict, suite: SuiteConfig) -> bool:
