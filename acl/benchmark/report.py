@@ -536,7 +536,7 @@ def teachmyagent_findings(df: pd.DataFrame, baseline: str = "random") -> list[di
         add(
             finding,
             "holds" if iqm[best_plain] >= iqm[best_prior] else "fails",
-            "IQM of final % mastered without an expert: "
+            "IQM of the runs' scores (% mastered) without an expert: "
             + ", ".join(f"{t} {iqm[t]:.1f}" for t in no_prior + with_prior),
         )
     return results
