@@ -9,6 +9,7 @@ names label the per-test-task metrics. `TEST_SETS` is declared on the env side
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -18,6 +19,7 @@ from flax import struct
 
 from acl.agents.episodes import run_episodes
 from acl.errors import ConfigError
+from acl.risk import CVAR_ALPHAS, cvar
 from acl.spaces import Box
 from envs.registry import TEST_SETS
 
@@ -170,3 +172,98 @@ def success_coverage(
     """Success coverage (SVGG's metric): the share of goals [M, G] the agent reaches
     (`goal_success`). Pass a fixed set of valid goals, e.g. point_maze's `goal_grid()`."""
     return goal_success(env, agent, agent_state, base_task, goals, key, deterministic).mean()
+
+
+# -- risk over sampled levels -------------------------------------------------------------
+
+
+def sample_levels(env, key: jax.Array, n: int) -> jax.Array:
+    """[n, D] levels: the env's generator (`sample_tasks`, the maze's) where it has one,
+    else uniform over its task space."""
+    if callable(getattr(env, "sample_tasks", None)):
+        return env.sample_tasks(key, n).astype(jnp.float32)
+    return env.task_space.sample_uniform(key, n).astype(jnp.float32)
+
+
+def level_success(
+    env,
+    agent,
+    agent_state: Any,
+    levels: jax.Array,
+    key: jax.Array,
+    episodes: int,
+    deterministic: bool = False,
+    batch_size: int | None = None,
+) -> jax.Array:
+    """Success rate of each level [M, D] -> [M] over `episodes` episodes, played
+    `batch_size` levels at a time (memory: one batch's episodes). Jittable."""
+    m = levels.shape[0]
+    batch = min(batch_size or m, m)
+    if m % batch:
+        raise ConfigError(f"levels ({m}) must be a multiple of batch_size ({batch})")
+
+    def play(xs):
+        chunk, chunk_key = xs
+        tasks = jnp.repeat(chunk, episodes, axis=0)
+        returns = run_episodes(env, agent, agent_state, tasks, chunk_key, deterministic)
+        return env.is_success(returns).reshape(batch, episodes).mean(axis=1)
+
+    chunks = levels.reshape((m // batch, batch) + levels.shape[1:])
+    keys = jax.random.split(key, m // batch)
+    return jax.lax.map(play, (chunks, keys)).reshape(m)
+
+
+@dataclass(frozen=True)
+class RiskResult:
+    """`sampled_risk`'s outcome; shapes [M] per level."""
+
+    levels: jax.Array
+    """[M, D] the sampled levels."""
+    ranked_success: jax.Array
+    """Success rate per level on the ranking seed."""
+    measured_success: jax.Array
+    """Success rate per level on the independent measuring seed."""
+    mean_success: float
+    """Mean measured success over the levels (CVaR at alpha = 1)."""
+    cvar: dict
+    """{alpha: CVaR of success}, acl.risk.cvar."""
+
+
+def sampled_risk(
+    env,
+    agent,
+    agent_state: Any,
+    key: jax.Array,
+    num_levels: int = 10_000,
+    episodes: int = 10,
+    alphas=None,
+    deterministic: bool = False,
+    batch_size: int = 1000,
+) -> RiskResult:
+    """Risk over levels as in "No Regrets" (Rutherford et al. 2024): sample `num_levels`
+    levels (`sample_levels`), play `episodes` episodes on each with actions sampled from
+    the policy (the authors' evaluation: 10 episodes per level), rank the levels by
+    success on one evaluation seed and measure them on an independent one; CVaR at each
+    alpha of `alphas` (default acl.risk.CVAR_ALPHAS: 0.01, 0.1, 0.5) is the measured mean
+    success on the worst alpha share by rank (acl.risk.cvar). The same key gives the same
+    result."""
+    if num_levels < 1 or episodes < 1:
+        raise ConfigError(f"num_levels ({num_levels}) and episodes ({episodes}) must be >= 1")
+    level_key, rank_key, measure_key = jax.random.split(key, 3)
+    levels = sample_levels(env, level_key, num_levels)
+
+    @jax.jit
+    def success(levels, key):
+        return level_success(
+            env, agent, agent_state, levels, key, episodes, deterministic, batch_size
+        )
+
+    ranked = np.asarray(success(levels, rank_key))
+    measured = np.asarray(success(levels, measure_key))
+    return RiskResult(
+        levels=levels,
+        ranked_success=ranked,
+        measured_success=measured,
+        mean_success=float(measured.mean()),
+        cvar=cvar(ranked, measured, alphas or CVAR_ALPHAS),
+    )
