@@ -287,9 +287,18 @@ def test_runs_through_experiments_run_and_reports_its_evaluation_steps(tmp_path)
     assert run.main(["--config", str(path), "--out", str(out), "--no-progress"]) == 0
     snaps = load_teacher_snapshots(out)
     np.testing.assert_array_equal(snaps["refreshes"], [[1, 1], [2, 2]])
-    per_refresh = 1 * 256 * 128  # the cpu preset
+    per_refresh = 1 * 128 * 512  # the cpu preset
     np.testing.assert_array_equal(
         snaps["eval_env_steps"], [[per_refresh] * 2, [2 * per_refresh] * 2]
     )
     assert snaps["levels"].shape == (2, 2, 16, 2)
     assert np.isfinite(snaps["mean_learnability"]).all()
+
+
+def test_a_rollout_no_longer_than_the_time_limit_is_refused():
+    # The 9 x 9 maze's 128 steps: a rollout of 128 finishes one timed-out episode at most.
+    env = ENVS.get("maze")(height=9, width=9, num_walls=12, max_episode_steps=128)
+    context = RunContext(env=env, agent=object(), play=fake_play)
+    with pytest.raises(ConfigError, match="must exceed the env's time limit"):
+        TEACHERS.get("sfl")(task_space=env.task_space, context=context, rollout_steps=128)
+    TEACHERS.get("sfl")(task_space=env.task_space, context=context, preset="cpu")

@@ -35,9 +35,12 @@ Presets (`SFL_PRESETS`):
   1000 levels kept, a refresh every 100 updates, half buffer half fresh.
 - `kinetix`: Kinetix's configs/ued/sfl.yaml: 3 x 4096 levels, 512 steps, 1024 kept, a
   refresh every 128 updates, sampled_envs_ratio 0.5.
-- `cpu`: ours, for CPU runs (the mini-UED protocol's 32 x 256-step updates): 1 x 256
-  levels, 128 steps (a 9 x 9 maze's episode length), 64 kept, a refresh every 16
-  updates: 32768 evaluation steps per 16 x 8192 training steps, a quarter of them.
+- `cpu`: ours, for CPU runs (the mini-UED protocol's 32 x 256-step updates): 1 x 128
+  levels, 512 steps (four of the 9 x 9 maze's 128-step episodes), 64 kept, a refresh
+  every 16 updates: 65,536 evaluation steps per 16 x 8192 training steps, half of them.
+  (A first version rolled 128 steps, one maze episode: a level whose episode ran out of
+  time had one finished episode at most, so p was 0 or 1 and every level's learnability
+  0; the rollout must be longer than the env's time limit, which construction checks.)
 
 Departures: the buffer is drawn uniformly per level as in the reference, but the fresh
 share is per level (a coin per instance) rather than a fixed split of the batch, so a
@@ -215,6 +218,13 @@ class SFLTeacher:
                 f"teacher.num_to_save ({self.num_to_save}) must be at most num_batches x "
                 f"batch_size ({self.num_batches * self.batch_size}), the levels scored"
             )
+        limit = getattr(self.env, "max_episode_steps", None)
+        if limit is not None and self.rollout_steps <= limit:
+            raise ConfigError(
+                f"teacher.rollout_steps ({self.rollout_steps}) must exceed the env's time "
+                f"limit ({limit}): a level whose episode runs out of time would finish one "
+                "episode at most, so p would be 0 or 1 and its learnability p (1 - p) 0"
+            )
         if self.hyper.num_walls is None:
             walls = int(getattr(self.env, "num_walls", 0)) if self.generates else 0
             object.__setattr__(self, "hyper", self.hyper.replace(num_walls=walls))
@@ -354,11 +364,11 @@ SFL_PRESETS: dict[str, dict] = {
         buffer_update_frequency=128,
         sampled_envs_ratio=0.5,
     ),
-    # Ours, for CPU runs: evaluation a quarter of the mini-UED protocol's training steps.
+    # Ours, for CPU runs: evaluation half the mini-UED protocol's training steps.
     "cpu": dict(
         num_batches=1,
-        batch_size=256,
-        rollout_steps=128,
+        batch_size=128,
+        rollout_steps=512,
         num_to_save=64,
         buffer_update_frequency=16,
     ),
