@@ -21,6 +21,7 @@ from acl.agents.episodes import run_episodes
 from acl.errors import ConfigError
 from acl.risk import CVAR_ALPHAS, cvar
 from acl.spaces import Box
+from envs.base import random_tasks
 from envs.registry import TEST_SETS
 
 
@@ -107,6 +108,21 @@ def solve_rate(env, returns: jax.Array) -> jax.Array:
     return env.is_success(returns).mean(axis=-1)
 
 
+def repeated_returns(
+    env,
+    agent,
+    agent_state: Any,
+    tasks: jax.Array,
+    count: int,
+    key: jax.Array,
+    deterministic: bool,
+) -> jax.Array:
+    """`count` episodes on each task [M, D] -> returns [M, count]. Jittable."""
+    repeated = jnp.repeat(tasks, count, axis=0)
+    returns = run_episodes(env, agent, agent_state, repeated, key, deterministic)
+    return returns.reshape(tasks.shape[0], count)
+
+
 def evaluate(
     env,
     agent,
@@ -120,16 +136,12 @@ def evaluate(
     ("% mastered" uses the mean return per task) and `sampled_attempts` episodes with
     actions sampled from it (the UED literature's solve rate). Episodes last the env's
     `max_episode_steps`. The same key plays the same episodes; jittable."""
-    m = test_tasks.shape[0]
-
-    def play(count: int, key: jax.Array, deterministic: bool) -> jax.Array:
-        tasks = jnp.repeat(test_tasks, count, axis=0)
-        return run_episodes(env, agent, agent_state, tasks, key, deterministic).reshape(m, count)
-
-    returns = play(episodes_per_task, key, True)
+    returns = repeated_returns(env, agent, agent_state, test_tasks, episodes_per_task, key, True)
     sampled = None
     if sampled_attempts:
-        sampled = play(sampled_attempts, jax.random.fold_in(key, 1), False)
+        sampled = repeated_returns(
+            env, agent, agent_state, test_tasks, sampled_attempts, jax.random.fold_in(key, 1), False
+        )
     mastered = env.is_success(returns.mean(axis=1))
     return EvalResult(
         returns=returns,
@@ -177,14 +189,6 @@ def success_coverage(
 # -- risk over sampled levels -------------------------------------------------------------
 
 
-def sample_levels(env, key: jax.Array, n: int) -> jax.Array:
-    """[n, D] levels: the env's generator (`sample_tasks`, the maze's) where it has one,
-    else uniform over its task space."""
-    if callable(getattr(env, "sample_tasks", None)):
-        return env.sample_tasks(key, n).astype(jnp.float32)
-    return env.task_space.sample_uniform(key, n).astype(jnp.float32)
-
-
 def level_success(
     env,
     agent,
@@ -204,9 +208,10 @@ def level_success(
 
     def play(xs):
         chunk, chunk_key = xs
-        tasks = jnp.repeat(chunk, episodes, axis=0)
-        returns = run_episodes(env, agent, agent_state, tasks, chunk_key, deterministic)
-        return env.is_success(returns).reshape(batch, episodes).mean(axis=1)
+        returns = repeated_returns(
+            env, agent, agent_state, chunk, episodes, chunk_key, deterministic
+        )
+        return solve_rate(env, returns)
 
     chunks = levels.reshape((m // batch, batch) + levels.shape[1:])
     keys = jax.random.split(key, m // batch)
@@ -241,7 +246,7 @@ def sampled_risk(
     batch_size: int = 1000,
 ) -> RiskResult:
     """Risk over levels as in "No Regrets" (Rutherford et al. 2024): sample `num_levels`
-    levels (`sample_levels`), play `episodes` episodes on each with actions sampled from
+    levels (`envs.base.random_tasks`), play `episodes` episodes on each with actions sampled from
     the policy (the authors' evaluation: 10 episodes per level), rank the levels by
     success on one evaluation seed and measure them on an independent one; CVaR at each
     alpha of `alphas` (default acl.risk.CVAR_ALPHAS: 0.01, 0.1, 0.5) is the measured mean
@@ -250,7 +255,7 @@ def sampled_risk(
     if num_levels < 1 or episodes < 1:
         raise ConfigError(f"num_levels ({num_levels}) and episodes ({episodes}) must be >= 1")
     level_key, rank_key, measure_key = jax.random.split(key, 3)
-    levels = sample_levels(env, level_key, num_levels)
+    levels = random_tasks(env, level_key, num_levels)
 
     @jax.jit
     def success(levels, key):

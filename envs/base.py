@@ -194,3 +194,11 @@ class StartTaskEnv(TaskEnv):
         curriculum keeps its fallback expansions from drifting back towards the goal
         with it."""
         raise NotImplementedError
+
+
+def random_tasks(env, key: jax.Array, n: int, **generator_kwargs) -> jax.Array:
+    """[n, D] float32 random tasks of `env`: its level generator (`sample_tasks(key, n,
+    **generator_kwargs)`, the maze's) where it has one, else uniform over its task space."""
+    if callable(getattr(env, "sample_tasks", None)):
+        return env.sample_tasks(key, n, **generator_kwargs).astype(jnp.float32)
+    return env.task_space.sample_uniform(key, n).astype(jnp.float32)

@@ -136,7 +136,9 @@ def test_buffer_levels_come_in_the_share_sampled_envs_ratio(ratio):
     _, tasks, _ = sample(state, jax.random.PRNGKey(1), n)
     assert (np.asarray(tasks) <= 1.0).all()
     # A buffer of levels outside the box (2.0): fresh ones lie inside it.
-    state = state.replace(levels=jnp.full_like(state.levels, 2.0), filled=jnp.ones((), bool))
+    state = state.replace(
+        levels=jnp.full_like(state.levels, 2.0), refreshes=jnp.ones((), jnp.int32)
+    )
     state, tasks, _ = sample(state, jax.random.PRNGKey(2), n)
     buffered = np.asarray(tasks[:, 0]) == 2.0
     fresh_inside = (np.asarray(tasks[~buffered, 0]) >= 0) & (np.asarray(tasks[~buffered, 0]) <= 1)

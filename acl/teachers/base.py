@@ -93,6 +93,33 @@ class Feedback:
         return self.mask.sum()
 
 
+@struct.dataclass
+class EpisodeReturns:
+    """Per-level episode returns in fixed-size arrays. Shapes [K, N] (K episode slots,
+    N levels)."""
+
+    returns: jax.Array
+    """Undiscounted return of the episode in slot k on level n (garbage where masked)."""
+    mask: jax.Array
+    """bool: True where slot k holds a completed episode."""
+
+
+def episode_returns(reward: jax.Array, done: jax.Array) -> EpisodeReturns:
+    """Completed-episode returns of a batch-mode rollout: reward, done [T, N] ->
+    EpisodeReturns [T, N], slot t holding the episode that ended at step t.
+
+    Every instance's first episode starts at step 0 (batch mode)."""
+    done = done.astype(bool)
+
+    def step(running, xs):
+        r, d = xs
+        total = running + r
+        return jnp.where(d, 0.0, total), total
+
+    _, totals = jax.lax.scan(step, jnp.zeros(reward.shape[1:], jnp.float32), (reward, done))
+    return EpisodeReturns(returns=totals, mask=done)
+
+
 def compact_feedback(feedback: Feedback, size: int) -> tuple[Feedback, jax.Array]:
     """The valid records first, in their original order, cut to `size` records.
 

@@ -80,9 +80,11 @@ from acl.hparams import hparam, nested
 from acl.spaces import Box
 from acl.teachers.base import (
     TEACHERS,
+    EpisodeReturns,
     Feedback,
     RunContext,
     default_info,
+    episode_returns,
     require_batch_mode,
     run_default,
 )
@@ -104,33 +106,6 @@ filters); only keys the adversary agent accepts are applied."""
 
 
 # -- regret ---------------------------------------------------------------------------------
-
-
-@struct.dataclass
-class EpisodeReturns:
-    """Per-level episode returns in fixed-size arrays. Shapes [K, N] (K episode slots,
-    N levels)."""
-
-    returns: jax.Array
-    """Undiscounted return of the episode in slot k on level n (garbage where masked)."""
-    mask: jax.Array
-    """bool: True where slot k holds a completed episode."""
-
-
-def episode_returns(reward: jax.Array, done: jax.Array) -> EpisodeReturns:
-    """Completed-episode returns of a batch-mode rollout: reward, done [T, N] ->
-    EpisodeReturns [T, N], slot t holding the episode that ended at step t.
-
-    Every instance's first episode starts at step 0 (batch mode)."""
-    done = done.astype(bool)
-
-    def step(running, xs):
-        r, d = xs
-        total = running + r
-        return jnp.where(d, 0.0, total), total
-
-    _, totals = jax.lax.scan(step, jnp.zeros(reward.shape[1:], jnp.float32), (reward, done))
-    return EpisodeReturns(returns=totals, mask=done)
 
 
 def scored(protagonist: EpisodeReturns, antagonist: EpisodeReturns) -> jax.Array:

@@ -69,7 +69,15 @@ from acl.errors import ConfigError
 from acl.hparams import hparam, nested
 from acl.spaces import Box
 from acl.teachers import checks
-from acl.teachers.base import TEACHERS, Feedback, RunContext, class_factory, default_info
+from acl.teachers.base import (
+    TEACHERS,
+    Feedback,
+    RunContext,
+    class_factory,
+    default_info,
+    episode_returns,
+)
+from envs.base import random_tasks
 
 # -- learnability ------------------------------------------------------------------------
 
@@ -79,22 +87,9 @@ def episode_successes(reward: jax.Array, done: jax.Array, is_success) -> tuple[j
     instance starts an episode at step 0 (`play`): reward, done [T, N] ->
     (successes [N], episodes [N]), float32. `is_success(episode_return)` judges each
     finished episode; an unfinished tail counts for nothing."""
-
-    def step(carry, xs):
-        running, successes, episodes = carry
-        r, d = xs
-        running = running + r
-        successes = successes + (d & is_success(running))
-        episodes = episodes + d
-        return (jnp.where(d, 0.0, running), successes, episodes), None
-
-    n = reward.shape[1]
-    zeros = jnp.zeros((n,), jnp.float32)
-    init = (zeros, zeros, zeros)
-    (_, successes, episodes), _ = jax.lax.scan(
-        step, init, (reward.astype(jnp.float32), done.astype(bool))
-    )
-    return successes, episodes
+    episodes = episode_returns(reward.astype(jnp.float32), done)
+    successes = episodes.mask & is_success(episodes.returns)
+    return successes.sum(0, dtype=jnp.float32), episodes.mask.sum(0, dtype=jnp.float32)
 
 
 def learnability(successes: jax.Array, episodes: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -147,14 +142,17 @@ class SFLState:
     """[B] the student's success rate p on each at the last refresh."""
     score: jax.Array
     """[B] their learnability p (1 - p)."""
-    filled: jax.Array
-    """bool: a refresh has filled the buffer (before it, every level is fresh)."""
     refreshes: jax.Array
     """int32 buffer refreshes so far."""
     eval_env_steps: jax.Array
     """float32 env steps of the refreshes' evaluation rollouts (not training steps)."""
     buffer_share: jax.Array
     """float32 share of the last sample's levels drawn from the buffer."""
+
+    @property
+    def filled(self) -> jax.Array:
+        """bool: a refresh has filled the buffer (before it, every level is fresh)."""
+        return self.refreshes > 0
 
 
 ENV_DOC = "The env the student is evaluated on (static); default: the run's."
@@ -250,17 +248,17 @@ class SFLTeacher:
             levels=jnp.zeros((b, d), jnp.float32),
             success=jnp.zeros((b,), jnp.float32),
             score=jnp.zeros((b,), jnp.float32),
-            filled=jnp.zeros((), bool),
             refreshes=jnp.zeros((), jnp.int32),
             eval_env_steps=zero,
             buffer_share=zero,
         )
 
     def random_levels(self, key: jax.Array, params: SFLParams, n: int) -> jax.Array:
-        """[n, D] fresh levels: the env's generator, or uniform in the task space."""
+        """[n, D] fresh levels: the env's generator, or uniform in the task space (the
+        env's: construction checks they are the same)."""
         if self.generates:
-            return self.env.sample_tasks(key, n, params.num_walls).astype(jnp.float32)
-        return self.task_space.sample_uniform(key, n).astype(jnp.float32)
+            return random_tasks(self.env, key, n, num_walls=params.num_walls)
+        return random_tasks(self.env, key, n)
 
     def sample(self, state: SFLState, key: jax.Array, n: int):
         fresh_key, pick_key, coin_key = jax.random.split(key, 3)
@@ -325,7 +323,6 @@ class SFLTeacher:
             levels=kept,
             success=kept_p,
             score=kept_score,
-            filled=jnp.ones((), bool),
             refreshes=refreshes,
             eval_env_steps=refreshes.astype(jnp.float32) * float(self.env_steps_per_refresh),
         )
