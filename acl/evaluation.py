@@ -218,6 +218,13 @@ def level_success(
     return jax.lax.map(play, (chunks, keys)).reshape(m)
 
 
+jit_level_success = jax.jit(
+    level_success, static_argnames=("env", "agent", "episodes", "deterministic", "batch_size")
+)
+"""`level_success` compiled, called with keywords: the agent state is an argument, not a
+constant, so the students of one env and agent share one program."""
+
+
 @dataclass(frozen=True)
 class RiskResult:
     """`sampled_risk`'s outcome; shapes [M] per level."""
@@ -257,10 +264,16 @@ def sampled_risk(
     level_key, rank_key, measure_key = jax.random.split(key, 3)
     levels = random_tasks(env, level_key, num_levels)
 
-    @jax.jit
     def success(levels, key):
-        return level_success(
-            env, agent, agent_state, levels, key, episodes, deterministic, batch_size
+        return jit_level_success(
+            env=env,
+            agent=agent,
+            agent_state=agent_state,
+            levels=levels,
+            key=key,
+            episodes=episodes,
+            deterministic=deterministic,
+            batch_size=batch_size,
         )
 
     ranked = np.asarray(success(levels, rank_key))

@@ -6,13 +6,16 @@ held-out mazes, beside the published solve rates.
     python -m experiments.ued_mazes --table-only [--out runs/ued_mazes]
     python -m experiments.ued_mazes --methods plr --max-minutes 8   # published scale, sampled
     python -m experiments.ued_mazes --suite mini [--methods dr ...] [--out runs/ued_mini]
+    python -m experiments.ued_mazes --suite mini --methods sfl sfl_equal_steps
 
 `--suite mini` is the CPU-sized mini-UED protocol (docs/results/ued_mini.md): the configs
 `experiments/configs/ued_mini_<method>.yaml` (9 x 9 mazes, the `cpu` student) and their
 8 hand-made 9 x 9 held-out mazes. Its "final" solve rate is each seed's mean over the
 last 3 evaluations (the published suite's is the last evaluation), its table has the
 mean over all eight mazes and Welch's p of each method against DR, and no published
-figure (there is none at this size). Each method can also be run, and resumed, on its
+figure (there is none at this size). It adds two SFL arms (`sfl`: the same 200 PPO
+updates; `sfl_equal_steps`: the same total env steps, SFL's evaluation rollouts
+included). Each method can also be run, and resumed, on its
 own: `python -m experiments.run --config experiments/configs/ued_mini_<method>.yaml
 --out runs/ued_mini/<method>` (`--resume runs/ued_mini/<method>`).
 
@@ -45,6 +48,9 @@ from envs.maze_levels import PLR_EVALUATION
 from experiments.cli import add_overrides_argument, add_seeds_argument
 
 METHODS = ("dr", "plr", "robust_plr", "accel", "paired")
+SFL_ARMS = ("sfl", "sfl_equal_steps")
+"""The mini suite's SFL arms (its addendum): the same 200 PPO updates as the others, and
+the same total env steps (training plus SFL's evaluation rollouts)."""
 CONFIGS = Path(__file__).parent / "configs"
 PUBLISHED = {"dr": 0.43, "paired": 0.33, "plr": 0.59, "robust_plr": 0.68}
 """Mean sampled solve rate over the published seven (dcd's result files: 25 walls, 250M
@@ -55,6 +61,7 @@ METRIC = "eval_solve_sampled"
 
 SUITES = {"published": "maze_{method}.yaml", "mini": "ued_mini_{method}.yaml"}
 """Each suite's config file per method."""
+SUITE_METHODS = {"published": METHODS, "mini": METHODS + SFL_ARMS}
 FINAL_EVALUATIONS = {"published": 1, "mini": 3}
 """How many of the last evaluations each seed's final solve rate averages."""
 
@@ -145,6 +152,11 @@ def diagnose(run_dir: Path) -> dict:
             out["replay_share"] = float((kinds["replay"] / total).mean())
             out["edit_share"] = float((kinds["edit"] / total).mean())
             out["buffer_mean_score"] = float(snapshot["mean_score"].mean())
+        if "learnable_share" in snapshot.files:  # SFL: the buffer's p and its cost
+            out["buffer_mean_success"] = float(snapshot["mean_success"].mean())
+            out["buffer_mean_score"] = float(snapshot["mean_learnability"].mean())
+            out["buffer_learnable_share"] = float(snapshot["learnable_share"].mean())
+            out["eval_env_steps"] = float(snapshot["eval_env_steps"].mean())
     if not ((run_dir / "tasks.csv").is_file() and (run_dir / "config.yaml").is_file()):
         return out
     tasks = pd.read_csv(run_dir / "tasks.csv")
@@ -279,7 +291,13 @@ def run_method(method: str, args: argparse.Namespace, out: Path) -> None:
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m experiments.ued_mazes", description=__doc__)
-    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        default=None,
+        choices=METHODS + SFL_ARMS,
+        help="default: the suite's (the mini suite adds the SFL arms)",
+    )
     parser.add_argument(
         "--suite",
         default="published",
@@ -302,6 +320,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.out is None:
         args.out = "runs/ued_mini" if args.suite == "mini" else "runs/ued_mazes"
+    if args.methods is None:
+        args.methods = list(SUITE_METHODS[args.suite])
+    elsewhere = sorted(set(args.methods) - set(SUITE_METHODS[args.suite]))
+    if elsewhere:
+        parser.error(f"--suite {args.suite} has no config for {elsewhere}")
     if args.max_minutes is not None and not args.max_minutes >= 0:
         parser.error(f"--max-minutes must be >= 0, got {args.max_minutes}")
     return args
