@@ -213,11 +213,43 @@ def test_config_errors(context, config, message):
         TEACHERS.get("sfl")(task_space=LevelEnv.task_space, context=context, **config)
 
 
-def test_a_task_space_other_than_the_envs_is_refused():
-    # A challenge's unit cube has the env's dimensions but not its bounds.
+def test_a_task_space_of_other_dimensions_is_refused():
     context = RunContext(env=LevelEnv(), agent=object(), play=fake_play)
-    with pytest.raises(ConfigError, match="task space"):
-        TEACHERS.get("sfl")(task_space=Box(low=(0.0,), high=(2.0,)), context=context)
+    with pytest.raises(ConfigError, match="dimensions"):
+        TEACHERS.get("sfl")(task_space=Box(low=(0.0, 0.0), high=(1.0, 1.0)), context=context)
+
+
+def test_off_the_envs_space_update_needs_the_map_onto_env_tasks():
+    context = RunContext(env=LevelEnv(), agent=object(), play=fake_play)
+    teacher = TEACHERS.get("sfl")(task_space=Box(low=(0.0,), high=(2.0,)), context=context, **SMALL)
+    state = teacher.init(KEY, teacher.default_params())
+    with pytest.raises(ConfigError, match="env_tasks"):
+        teacher.update(state, KEY, None, None, None, jnp.int32(0), student=STUDENT)
+
+
+def test_under_a_challenge_levels_are_played_through_its_map():
+    from acl.benchmark.challenges import identity_challenge, teacher_space, with_challenge
+
+    context = RunContext(env=LevelEnv(), agent=object(), play=fake_play)
+    inner = TEACHERS.get("sfl")(
+        task_space=teacher_space(LevelEnv.task_space), context=context, **SMALL
+    )
+    teacher = with_challenge(inner, LevelEnv.task_space)
+    assert teacher.maps_tasks
+    # The challenge's box is the lower half of the env's: env level = u / 2.
+    challenge = identity_challenge(Box(low=(0.0,), high=(0.5,)))
+    state = teacher.init(KEY, teacher.params_for(challenge))
+    tasks = jnp.zeros((4, 2))
+    state = jax.jit(teacher.update)(
+        state, KEY, tasks, feedback(tasks, jnp.zeros(4)), None, jnp.int32(0), student=STUDENT
+    )
+    kept = np.asarray(state.inner.levels[:, 0])
+    # The buffer stays in the teacher's coordinates, each level's p is the env level's.
+    np.testing.assert_allclose(state.inner.success, true_rate(kept[:, None] / 2), atol=1e-6)
+    assert not np.allclose(state.inner.success, true_rate(kept[:, None]), atol=1e-6)
+    # The levels it hands out are mapped like any challenged teacher's: [env | unit].
+    _, handed, _ = teacher.sample(state, KEY, 64)
+    np.testing.assert_allclose(handed[:, 0], handed[:, 1] / 2, atol=1e-6)
 
 
 def test_presets_follow_the_sources():

@@ -39,6 +39,8 @@ from __future__ import annotations
 
 __all__ = ["CHALLENGES", "EXPERT_LEVELS", "ChallengeSpec"]  # re-exported from acl.config
 
+import functools
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -262,12 +264,29 @@ class ChallengedTeacher:
 
     def update(self, state: ChallengedState, key, tasks, feedback, rollout, step, student=None):
         """The inner teacher's update, on its own coordinates (the rollout and the
-        student pass through unchanged)."""
+        student pass through unchanged). An inner teacher that plays levels of its own
+        on the env (its `update` takes `env_tasks`, as SFL's) also gets the challenge's
+        map from its coordinates to the env's tasks."""
         inner_feedback = feedback.replace(task=feedback.task[:, self.dim :])
+        extra = {}
+        if self.maps_tasks:
+            extra["env_tasks"] = functools.partial(to_env, state.challenge)
         inner = self.inner.update(
-            state.inner, key, tasks[:, self.dim :], inner_feedback, rollout, step, student=student
+            state.inner,
+            key,
+            tasks[:, self.dim :],
+            inner_feedback,
+            rollout,
+            step,
+            student=student,
+            **extra,
         )
         return state.replace(inner=inner)
+
+    @property
+    def maps_tasks(self) -> bool:
+        """The inner teacher's `update` takes `env_tasks` (it plays levels on the env)."""
+        return "env_tasks" in inspect.signature(self.inner.update).parameters
 
     def snapshot(self, state: ChallengedState) -> dict:
         return self.inner.snapshot(state.inner)

@@ -49,8 +49,12 @@ student's sampled actions, as the reference. The rollout is `play`'s whole Trans
 [T, N] of a batch, of which only rewards and dones are read: at the maze preset a batch
 is 5000 x 2000 steps, so memory, not compute, may call for smaller batches.
 
-Not supported: `loop.shard_envs` (every device would run the same evaluation rollouts),
-and a challenge's unit cube (the levels are played on the env directly): both raise
+Under a challenge (`with_challenge`) SFL works in the unit cube like every teacher: its
+random levels are uniform there (a challenge has no level generator), and the wrapper
+passes `update` the challenge's map (`env_tasks`), through which SFL plays them on the
+env; the buffer stays in the teacher's coordinates.
+
+Not supported: `loop.shard_envs` (every device would run the same evaluation rollouts):
 ConfigError at construction.
 """
 
@@ -105,6 +109,10 @@ def top_learnability(levels: jax.Array, p: jax.Array, score: jax.Array, k: int):
     (levels [k, D], p [k], score [k]), highest first; ties go to the lower index."""
     top_score, index = jax.lax.top_k(score, k)
     return levels[index], p[index], top_score
+
+
+def _identity(levels: jax.Array) -> jax.Array:
+    return levels
 
 
 # -- the teacher -------------------------------------------------------------------------
@@ -196,13 +204,10 @@ class SFLTeacher:
             "play=...))",
             methods=("is_success",),
         )
-        if (self.task_space.low, self.task_space.high) != (
-            self.env.task_space.low,
-            self.env.task_space.high,
-        ):
+        if self.task_space.dim != self.env.task_space.dim:
             raise ConfigError(
-                "teacher sfl plays its levels on the env itself: its task space must be the "
-                "env's (it cannot work in a challenge's unit cube or a subspace)"
+                f"teacher sfl plays its levels on the env: its task space has "
+                f"{self.task_space.dim} dimensions, the env's {self.env.task_space.dim}"
             )
         if self.agent is None or self.play is None:
             raise ConfigError(
@@ -228,9 +233,19 @@ class SFLTeacher:
             object.__setattr__(self, "hyper", self.hyper.replace(num_walls=walls))
 
     @property
+    def on_env_space(self) -> bool:
+        """The teacher's task space is the env's: its levels are env tasks as they are
+        (otherwise a wrapper maps them, `env_tasks` of `update`)."""
+        return (self.task_space.low, self.task_space.high) == (
+            self.env.task_space.low,
+            self.env.task_space.high,
+        )
+
+    @property
     def generates(self) -> bool:
-        """The env has a level generator (`sample_tasks`); else levels are uniform."""
-        return callable(getattr(self.env, "sample_tasks", None))
+        """Levels come from the env's generator (`sample_tasks`), which only exists on the
+        env's own task space; else they are uniform over the teacher's task space."""
+        return self.on_env_space and callable(getattr(self.env, "sample_tasks", None))
 
     @property
     def env_steps_per_refresh(self) -> int:
@@ -254,11 +269,13 @@ class SFLTeacher:
         )
 
     def random_levels(self, key: jax.Array, params: SFLParams, n: int) -> jax.Array:
-        """[n, D] fresh levels: the env's generator, or uniform in the task space (the
-        env's: construction checks they are the same)."""
+        """[n, D] fresh levels in the teacher's task space: the env's generator, or
+        uniform."""
         if self.generates:
             return random_tasks(self.env, key, n, num_walls=params.num_walls)
-        return random_tasks(self.env, key, n)
+        if self.on_env_space:
+            return random_tasks(self.env, key, n)
+        return self.task_space.sample_uniform(key, n).astype(jnp.float32)
 
     def sample(self, state: SFLState, key: jax.Array, n: int):
         fresh_key, pick_key, coin_key = jax.random.split(key, 3)
@@ -279,21 +296,44 @@ class SFLTeacher:
         rollout: Any,
         step: jax.Array,
         student: Any = None,
+        env_tasks: Any = None,
     ) -> SFLState:
         """A refresh when step % buffer_update_frequency == 0 (a real branch: `step` is
         shared by the seeds); otherwise nothing. `tasks`, `feedback` and `rollout` are
-        not read: SFL scores levels by rollouts of its own."""
+        not read: SFL scores levels by rollouts of its own.
+
+        `env_tasks`: the map from the teacher's task space to the env's tasks, [n, D] ->
+        [n, D], when a wrapper hands out mapped tasks (`with_challenge` passes its
+        challenge's); None: the levels are env tasks."""
         if student is None:
             raise ConfigError(
                 "teacher sfl evaluates the current student: call update with "
                 "student=<the agent state> (the loop does)"
             )
+        if env_tasks is None:
+            if not self.on_env_space:
+                raise ConfigError(
+                    "teacher sfl's task space is not the env's: update needs env_tasks, "
+                    "the map onto the env's tasks (with_challenge passes it)"
+                )
+            env_tasks = _identity
         due = jnp.asarray(step, jnp.int32) % self.buffer_update_frequency == 0
-        return jax.lax.cond(due, self.refresh, lambda s, k, _: s, state, key, student)
+        return jax.lax.cond(
+            due,
+            functools.partial(self.refresh, env_tasks=env_tasks),
+            lambda s, k, _: s,
+            state,
+            key,
+            student,
+        )
 
-    def refresh(self, state: SFLState, key: jax.Array, student: Any) -> SFLState:
+    def refresh(
+        self, state: SFLState, key: jax.Array, student: Any, env_tasks: Any = None
+    ) -> SFLState:
         """Scores num_batches x batch_size random levels by the student's rollouts and
-        keeps the num_to_save most learnable (module docstring)."""
+        keeps the num_to_save most learnable (module docstring). `env_tasks` as in
+        `update`."""
+        env_tasks = _identity if env_tasks is None else env_tasks
         level_key, play_key = jax.random.split(key)
         m = self.num_batches * self.batch_size
         levels = self.random_levels(level_key, state.params, m)
@@ -305,7 +345,7 @@ class SFLTeacher:
                 self.env,
                 self.agent,
                 student,
-                batch_levels,
+                env_tasks(batch_levels),
                 self.rollout_steps,
                 reset_key,
                 rollout_key,
