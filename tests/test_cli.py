@@ -225,3 +225,36 @@ def test_every_run_config_builds_its_trainer(path):
     config = load_config(path)
     trainer = make_train(config)
     assert trainer.config.name == path.stem
+
+
+def test_sampled_risk_reevaluates_saved_students(finished_run, tmp_path):
+    from experiments import sampled_risk
+
+    out = tmp_path / "risk"
+    argv = [str(finished_run), "--out", str(out), "--levels", "20", "--episodes", "2"]
+    argv += ["--regret-levels", "20", "--regret-steps", "60", "--no-progress"]
+    assert sampled_risk.main(argv) == 0
+    data = json.loads((out / "risk.json").read_text())
+    records = data["runs"]["run"]
+    assert [r["seed"] for r in records] == [0, 1]
+    for r in records:
+        cvar = [r["cvar"][a] for a in ("0.01", "0.1", "0.5")]
+        # CVaR grows with alpha up to the mean, all of them success rates.
+        assert 0.0 <= cvar[0] <= cvar[1] <= cvar[2] <= r["mean_success"] + 1e-9 <= 1.0 + 1e-9
+        assert (
+            np.all(np.diff(r["curve"]) >= -1e-9) and abs(r["curve"][-1] - r["mean_success"]) < 1e-6
+        )
+        for key, rho in r["regret"].items():
+            assert rho is None or -1.0 <= rho <= 1.0, key
+    assert matplotlib.image.imread(out / "cvar_curves.png").shape[0] > 100
+    # The same students and key give the same figures.
+    again = tmp_path / "again"
+    assert sampled_risk.main([*argv[:1], "--out", str(again), *argv[3:]]) == 0
+    assert json.loads((again / "risk.json").read_text())["runs"] == data["runs"]
+
+
+def test_sampled_risk_refuses_bad_sizes(finished_run, tmp_path):
+    from experiments import sampled_risk
+
+    with pytest.raises(SystemExit):
+        sampled_risk.main([str(finished_run), "--out", str(tmp_path), "--levels", "0"])
