@@ -36,6 +36,7 @@ from acl.results import (
     per_task_columns,
     per_task_summary,
     plot_learning_curves,
+    test_set_cvar_values,
 )
 from acl.train import ChunkMetrics, Trainer
 
@@ -48,6 +49,7 @@ def _rows(
     metrics: ChunkMetrics, chunk: int, seeds: list[int], test_names: tuple[str, ...] = ()
 ) -> list[dict]:
     rows = []
+    cvar = test_set_cvar_values(metrics)
     for i, seed in enumerate(seeds):
         row = {
             "chunk": chunk,
@@ -64,6 +66,7 @@ def _rows(
         for key, value in sorted(metrics.agent_metrics.items()):
             row[f"agent_{key}"] = float(value[i])
         row.update(per_task_columns(metrics, test_names, i))
+        row.update({f"eval_{k}": float(v[i]) for k, v in cvar.items()})
         rows.append(row)
     return rows
 
@@ -341,6 +344,8 @@ def run_summary(
             "sampled_attempts": config.eval.sampled_attempts,
         }
         summary.update(per_task_summary(final, trainer.test_task_names))
+    for name, values in test_set_cvar_values(final).items():
+        summary[f"final_{name}_mean"], summary[f"final_{name}_se"] = mean_se(values)
     return summary
 
 

@@ -130,6 +130,19 @@ def per_task_values(metrics: Any) -> dict[str, np.ndarray]:
     return values
 
 
+def test_set_cvar_values(metrics: Any) -> dict[str, np.ndarray]:
+    """CVaR of per-task success over the test set per seed, from a chunk's sampled-action
+    episodes (`acl.risk.test_set_cvar`, at each of `acl.risk.CVAR_ALPHAS`): {"cvar_<alpha>":
+    [S]}; {} with fewer than 2 sampled attempts per task."""
+    from acl.risk import CVAR_ALPHAS, test_set_cvar
+
+    success = getattr(metrics, "eval_success_sampled", None)
+    if success is None or np.shape(success)[-1] < 2:
+        return {}
+    per_seed = [test_set_cvar(seed_success) for seed_success in np.asarray(success)]
+    return {f"cvar_{a}": np.array([c[a] for c in per_seed]) for a in CVAR_ALPHAS}
+
+
 def per_task_columns(metrics: Any, names: tuple[str, ...], seed_index: int) -> dict:
     """metrics.csv columns of one seed: `eval_<metric>` (the mean over test tasks) and
     `eval_<metric>/<test task>`; none without names (the task-space test set)."""

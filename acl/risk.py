@@ -87,6 +87,18 @@ def cvar(
     }
 
 
+def test_set_cvar(success, alphas: Sequence[float] = CVAR_ALPHAS) -> dict[float, float]:
+    """CVaR over a fixed test set from repeated episodes per task: success [M, A] (task,
+    attempt; A >= 2, 0/1 or rates). The tasks are ranked by their success rate over the
+    even attempts and measured over the odd ones, independent episodes (`cvar`)."""
+    array = np.asarray(success, dtype=np.float64)
+    if array.ndim != 2 or array.shape[1] < 2:
+        raise ValueError(
+            f"test_set_cvar: success per task and attempt [M, A] with A >= 2, got {array.shape}"
+        )
+    return cvar(array[:, 0::2].mean(axis=1), array[:, 1::2].mean(axis=1), alphas)
+
+
 def cvar_curve(ranked_on, measured_on=None, num: int = 100, *, same_seed: bool = False):
     """(alphas [num], CVaR [num]) for alphas from 1/num to 1: the paper's risk curve."""
     alphas = np.linspace(1.0 / num, 1.0, num)

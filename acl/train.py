@@ -95,6 +95,9 @@ class ChunkMetrics:
     that succeed; None without sampled attempts."""
     eval_return_sampled: jax.Array | None
     """Per test task, [M]: mean return of its sampled-action episodes (or None)."""
+    eval_success_sampled: jax.Array | None
+    """[M, A]: whether each sampled-action episode succeeded (task, attempt), for the
+    test set's CVaR (`acl.risk.test_set_cvar`); None without sampled attempts."""
     train_return: jax.Array
     """Mean return of the episodes completed in the chunk."""
     train_success: jax.Array
@@ -383,6 +386,7 @@ class Trainer:
             eval_return=result.returns.mean(axis=1),
             eval_solve_sampled=None if sampled is None else solve_rate(self.env, sampled),
             eval_return_sampled=None if sampled is None else sampled.mean(axis=1),
+            eval_success_sampled=None if sampled is None else self.env.is_success(sampled),
             train_return=stats["return_sum"].sum() / jnp.maximum(episodes, 1),
             train_success=stats["success_sum"].sum() / jnp.maximum(episodes, 1),
             episodes=episodes,

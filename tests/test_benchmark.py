@@ -294,3 +294,16 @@ def test_a_half_finished_cell_resumes_from_its_checkpoint(uninterrupted, tmp_pat
     cell = "cells/random__default.csv"
     assert (tmp_path / cell).read_text() == (uninterrupted[0] / cell).read_text()
     assert not (tmp_path / "checkpoints" / "random__default").exists()
+
+
+def test_rows_carry_the_test_sets_cvar_where_the_chunk_has_it():
+    suite = parse_suite(tiny_suite())
+    spec = suite.settings[0]
+    chunk = {"env_steps": [256, 256], "pct_mastered": [50.0, 25.0]}
+    chunk |= {"mean_return": [1.0, 2.0], "train_return": [3.0, 4.0]}
+    without = runner._rows(suite, "random", spec, [chunk])
+    assert without[["cvar_0.01", "cvar_0.1", "cvar_0.5"]].isna().all().all()
+    cvar = {"cvar_0.01": [0.0, 0.1], "cvar_0.1": [0.2, 0.3], "cvar_0.5": [0.4, 0.5]}
+    rows = runner._rows(suite, "random", spec, [chunk | cvar])
+    assert list(rows.columns) == list(RESULT_COLUMNS)
+    np.testing.assert_allclose(rows["cvar_0.1"], [0.2, 0.3])

@@ -258,3 +258,21 @@ def test_sampled_risk_refuses_bad_sizes(finished_run, tmp_path):
 
     with pytest.raises(SystemExit):
         sampled_risk.main([str(finished_run), "--out", str(tmp_path), "--levels", "0"])
+
+
+def test_sampled_attempts_give_the_test_sets_cvar(tmp_path):
+    config = write_tiny(tmp_path)
+    out = tmp_path / "run"
+    argv = ["--config", config, "--out", str(out), "--no-progress"]
+    argv += ["--set", "loop.total_env_steps=512", "--set", "eval.sampled_attempts=4"]
+    assert run_cli.main(argv) == 0
+    metrics = pd.read_csv(out / "metrics.csv")
+    columns = ["eval_cvar_0.01", "eval_cvar_0.1", "eval_cvar_0.5"]
+    assert set(columns) <= set(metrics.columns)
+    values = metrics[columns].to_numpy()
+    assert np.isfinite(values).all() and ((values >= 0) & (values <= 1)).all()
+    # A smaller share of worse tasks never measures better.
+    assert (np.diff(values, axis=1) >= -1e-9).all()
+    summary = json.loads((out / "summary.json").read_text())
+    final = metrics[metrics.env_steps == 512]["eval_cvar_0.1"]
+    assert summary["final_cvar_0.1_mean"] == pytest.approx(final.mean())

@@ -506,3 +506,41 @@ def test_findings_on_adr_and_on_teachers_without_a_prior():
     }
     assert found["ADR relies on expert knowledge"] == "fails"
     assert found["Teachers that use no expert knowledge are competitive"] == "fails"
+
+
+# ----------------------------------------------------------------------------- risk
+
+
+def test_results_without_cvar_columns_read_as_nan_and_show_no_risk_table(df):
+    # The fixture predates the CVaR columns.
+    assert all(df[c].isna().all() for c in report.CVAR_COLUMNS)
+    assert report.risk_summaries(df) == {}
+    assert report.risk_markdown({}) == ""
+
+
+def test_risk_tables_summarise_the_final_cvar_in_percent(df, tmp_path):
+    # A hand-made CVaR at 0.1 for every run: the final % mastered / 200 (so 100 x CVaR is
+    # half the final score), at every evaluation.
+    with_cvar = df.copy()
+    with_cvar["cvar_0.1"] = with_cvar["pct_mastered"] / 200.0
+    with_cvar.to_csv(tmp_path / "results.csv", index=False)
+    loaded = report.load_results(tmp_path)
+    pd.testing.assert_series_equal(loaded["cvar_0.1"], with_cvar["cvar_0.1"])
+    tables = report.risk_summaries(loaded)
+    assert list(tables) == [0.1]
+    for (teacher, challenge, expert), scores in FINAL.items():
+        row = tables[0.1][
+            (tables[0.1].teacher == teacher)
+            & (tables[0.1].challenge == challenge)
+            & (tables[0.1].expert == expert)
+        ].iloc[0]
+        assert row["mean"] == pytest.approx(np.mean(scores) / 2)
+        if teacher != "random":
+            base = [s / 2 for s in FINAL[("random", challenge, expert)]]
+            expected = stats.ttest_ind([s / 2 for s in scores], base, equal_var=False).pvalue
+            assert row["p_value"] == pytest.approx(expected)
+    text = report.risk_markdown(tables)
+    assert "CVaR at alpha = 0.1" in text and "27.5 ± 1.4" in text  # alp_gmm default / 2
+    paths = report.write_report(loaded, tmp_path / "report", reps=50)
+    assert "Risk: CVaR at alpha = 0.1" in paths["summary.md"].read_text()
+    assert json.loads(paths["summary.json"].read_text())["risk"]["0.1"]

@@ -65,3 +65,24 @@ def test_the_curve_rises_to_the_mean_and_plots(tmp_path):
         {"a": (alphas, values), "b": (alphas, np.stack([values, values]))}, tmp_path / "cvar.png"
     )
     assert (tmp_path / "cvar.png").stat().st_size > 0
+
+
+def test_test_set_cvar_ranks_on_even_attempts_and_measures_on_odd_ones():
+    from acl.risk import test_set_cvar
+
+    # Four tasks, four attempts each: even attempts (0, 2) rank, odd ones (1, 3) measure.
+    success = np.array(
+        [
+            [0, 1, 0, 1],  # ranked 0.0, measured 1.0
+            [1, 0, 1, 0],  # ranked 1.0, measured 0.0
+            [1, 1, 0, 1],  # ranked 0.5, measured 1.0
+            [1, 0, 1, 1],  # ranked 1.0, measured 0.5
+        ]
+    )
+    result = test_set_cvar(success, alphas=(0.25, 0.5, 1.0))
+    # Worst quarter by rank: task 0, measured 1.0; worst half: tasks 0 and 2.
+    assert result[0.25] == pytest.approx(1.0)
+    assert result[0.5] == pytest.approx(1.0)
+    assert result[1.0] == pytest.approx(0.625)
+    with pytest.raises(ValueError, match="A >= 2"):
+        test_set_cvar(success[:, :1])

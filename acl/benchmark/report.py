@@ -38,7 +38,11 @@ from acl.benchmark.challenges import CHALLENGES
 from acl.benchmark.challenges import EXPERT_LEVELS as EXPERTS
 from acl.errors import ConfigError
 from acl.results import format_mean_se, mean_se, mean_se_by_step
+from acl.risk import CVAR_ALPHAS
 
+CVAR_COLUMNS = tuple(f"cvar_{a}" for a in CVAR_ALPHAS)
+"""CVaR of per-task success over the test set at each alpha (acl.risk.test_set_cvar), per
+run and evaluation; NaN without at least 2 sampled attempts per test task."""
 COLUMNS = (
     "suite",
     "env",
@@ -50,7 +54,9 @@ COLUMNS = (
     "pct_mastered",
     "mean_return",
     "train_return",
+    *CVAR_COLUMNS,
 )
+"""results.csv's columns; the CVaR ones may be absent from older files (read as NaN)."""
 STRING_COLUMNS = ("suite", "env", "teacher", "challenge", "expert")
 RUN_KEYS = ["teacher", "challenge", "expert", "seed"]
 # Settings are displayed in the order of challenges.CHALLENGES and EXPERT_LEVELS; names
@@ -82,7 +88,15 @@ def load_results(results_dir: str | Path) -> pd.DataFrame:
     if not file.is_file():
         raise ConfigError(f"results file not found: {file}")
     # keep_default_na=False: pandas would otherwise read a "None"/"NA" name as missing.
-    df = pd.read_csv(file, dtype={c: str for c in STRING_COLUMNS}, keep_default_na=False)
+    df = pd.read_csv(
+        file,
+        dtype={c: str for c in STRING_COLUMNS},
+        keep_default_na=False,
+        na_values={c: [""] for c in CVAR_COLUMNS},
+    )
+    for column in CVAR_COLUMNS:  # results written before the CVaR columns existed
+        if column not in df.columns:
+            df[column] = np.nan
     missing = [c for c in COLUMNS if c not in df.columns]
     if missing:
         raise ConfigError(f"{file} lacks column(s) {missing}; it has {list(df.columns)}")
@@ -95,6 +109,7 @@ def load_results(results_dir: str | Path) -> pd.DataFrame:
         ("pct_mastered", "float64"),
         ("mean_return", "float64"),
         ("train_return", "float64"),
+        *((column, "float64") for column in CVAR_COLUMNS),
     ):
         try:
             df[column] = pd.to_numeric(df[column], errors="raise").astype(dtype)
@@ -264,8 +279,11 @@ def _quiet_runtime_warnings() -> Iterator[None]:
         yield
 
 
-def summary(df: pd.DataFrame, baseline: str = "random") -> pd.DataFrame:
-    """Final % mastered per (teacher, setting), one row each (the long table).
+def summary(
+    df: pd.DataFrame, baseline: str = "random", column: str = "pct_mastered"
+) -> pd.DataFrame:
+    """Final % mastered (or another score `column`, e.g. "cvar_0.1") per (teacher,
+    setting), one row each (the long table).
 
     Columns: teacher, setting, challenge, expert, n (runs), mean, se (std ddof=1 / sqrt(n);
     NaN for n = 1), p_value (Welch's t-test against the baseline's runs in the same setting;
@@ -286,9 +304,9 @@ def summary(df: pd.DataFrame, baseline: str = "random") -> pd.DataFrame:
             cell = _rows_of(final, teacher, challenge, expert)
             if cell.empty:
                 continue
-            base = _rows_of(final, baseline, challenge, expert)["pct_mastered"]
+            base = _rows_of(final, baseline, challenge, expert)[column]
             base = base.to_numpy(np.float64)
-            scores = cell["pct_mastered"].to_numpy(np.float64)
+            scores = cell[column].to_numpy(np.float64)
             n = scores.size
             mean, se = mean_se(scores)
             p = math.nan if teacher == baseline else welch_p(scores, base)
@@ -579,7 +597,7 @@ def _note(summ: pd.DataFrame, latex: bool = False) -> str:
     counts = sorted(set(summ["n"]))
     n = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
     baseline = summ["baseline"].iloc[0]
-    score = (
+    score = summ.attrs.get("score") or (
         "Mean % mastered over the evaluations"
         if summ.attrs.get("metric") == "mean"
         else "Final % mastered"
@@ -609,6 +627,28 @@ def markdown_table(summ: pd.DataFrame) -> str:
         values = [esc(cells.get((teacher, c), "–")) for c in columns]
         lines.append(f"| {esc(teacher)} | " + " | ".join(values) + " |")
     return "\n".join(lines) + "\n\n" + _note(summ) + "\n"
+
+
+def risk_summaries(df: pd.DataFrame, baseline: str = "random") -> dict[float, pd.DataFrame]:
+    """{alpha: `summary` of the final CVaR of per-task success over the test set, in %} for
+    each alpha the results have (runs evaluated with >= 2 sampled attempts per task)."""
+    tables = {}
+    for alpha, column in zip(CVAR_ALPHAS, CVAR_COLUMNS, strict=True):
+        measured = df.dropna(subset=[column])
+        if measured.empty or baseline not in set(measured["teacher"]):
+            continue
+        summ = summary(measured.assign(**{column: 100.0 * measured[column]}), baseline, column)
+        summ.attrs["score"] = f"Final CVaR at alpha = {alpha} of per-task success (%)"
+        tables[alpha] = summ
+    return tables
+
+
+def risk_markdown(tables: dict[float, pd.DataFrame]) -> str:
+    """The `risk_summaries` tables, one section per alpha; "" without any."""
+    return "".join(
+        f"\n### Risk: CVaR at alpha = {alpha}\n\n" + markdown_table(summ)
+        for alpha, summ in tables.items()
+    )
 
 
 _LATEX_SPECIAL = {
@@ -972,8 +1012,10 @@ def write_report(
     taus, profiles, cis = performance_profiles(results, baseline, reps=reps, seed=seed)
     findings = teachmyagent_findings(results, baseline)
     ranked = ranks(curves, baseline) if metric == "final" else None
+    risk = risk_summaries(results, baseline) if metric == "final" else {}
     paths["summary.md"].write_text(
         markdown_table(summ)
+        + risk_markdown(risk)
         + (ranks_markdown(ranked) if ranked is not None else "")
         + findings_markdown(findings)
     )
@@ -993,6 +1035,7 @@ def write_report(
             "confidence": iqm.attrs["confidence"],
             "teachers": iqm.to_dict(orient="records"),
         },
+        "risk": {str(a): t.to_dict(orient="records") for a, t in risk.items()},
         "teachmyagent_findings": findings,
         "ranks": None if ranked is None else ranked.reset_index(names="teacher").to_dict("records"),
         "provenance": provenance,

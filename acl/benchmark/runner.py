@@ -36,12 +36,12 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from acl.benchmark.challenges import ChallengeSpec, make_challenge
-from acl.benchmark.report import COLUMNS
+from acl.benchmark.report import COLUMNS, CVAR_COLUMNS
 from acl.build import build_components, challenge_data, make_train
 from acl.checkpoint import Progress, RunCheckpoints
 from acl.config import ComponentConfig, ExperimentConfig, load_yaml, parse_config
 from acl.errors import ConfigError
-from acl.results import CHECKPOINTS, provenance
+from acl.results import CHECKPOINTS, provenance, test_set_cvar_values
 
 RESULT_COLUMNS = COLUMNS
 """One row per (teacher, challenge, expert, seed, evaluation): the schema the report reads."""
@@ -211,12 +211,12 @@ class _Program:
             metrics = jax.device_get(metrics)
             if not np.all(np.isfinite(metrics.loss)):
                 raise FloatingPointError(f"non-finite loss in setting {spec.label}")
-            chunks.append(
-                {
-                    name: np.asarray(getattr(metrics, field)).tolist()
-                    for name, field in _CHUNK_FIELDS.items()
-                }
-            )
+            record = {
+                name: np.asarray(getattr(metrics, field)).tolist()
+                for name, field in _CHUNK_FIELDS.items()
+            }
+            record.update({k: v.tolist() for k, v in test_set_cvar_values(metrics).items()})
+            chunks.append(record)
             if checkpoints is not None:
                 checkpoints.save(
                     carry, metrics, Progress(index + 1, {}, 0.0, 0.0, {"chunks": chunks})
@@ -254,6 +254,8 @@ def _rows(suite: SuiteConfig, label: str, spec: ChallengeSpec, chunks: list[dict
                     "pct_mastered": float(chunk["pct_mastered"][i]),
                     "mean_return": float(chunk["mean_return"][i]),
                     "train_return": float(chunk["train_return"][i]),
+                    # Only with eval.sampled_attempts >= 2 (and in cells run since).
+                    **{c: float(chunk[c][i]) if c in chunk else np.nan for c in CVAR_COLUMNS},
                 }
             )
     return pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
@@ -261,7 +263,8 @@ def _rows(suite: SuiteConfig, label: str, spec: ChallengeSpec, chunks: list[dict
 
 def _merge_students(tables: list[pd.DataFrame]) -> pd.DataFrame:
     """Mean over students of each (seed, evaluation)."""
-    keys = [c for c in RESULT_COLUMNS if c not in ("pct_mastered", "mean_return", "train_return")]
+    measured = ("pct_mastered", "mean_return", "train_return", *CVAR_COLUMNS)
+    keys = [c for c in RESULT_COLUMNS if c not in measured]
     merged = pd.concat(tables).groupby(keys, sort=False, as_index=False).mean()
     return merged[list(RESULT_COLUMNS)]
 
