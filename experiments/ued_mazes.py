@@ -122,7 +122,42 @@ def summarise(out: Path, methods: tuple[str, ...], suite: str = "published") -> 
             if baseline is None or r is baseline
             else welch_p(r["mean_all"], baseline["mean_all"])
         )
+    attach_risk(records, out / RISK_FILE)
     return records
+
+
+RISK_FILE = "risk/risk.json"
+"""Where `experiments.sampled_risk --out <out>/risk` writes; the tables add its figures."""
+RISK_MEASURES = {"sampled mean": "mean", "CVaR 0.1": "0.1", "CVaR 0.01": "0.01"}
+"""Table label -> the measure in risk.json (the mean success, or CVaR at that alpha)."""
+
+
+def attach_risk(records: list[dict], path: Path) -> None:
+    """Each record gains `risk` ({label: per-seed values}) and `risk_p_vs_dr` ({label:
+    Welch's p}) from `experiments.sampled_risk`'s risk.json, when it has the method."""
+    from acl.benchmark.report import welch_p
+
+    if not path.is_file():
+        return
+    runs = json.loads(path.read_text())["runs"]
+
+    def values(records_of_run, measure):
+        key = "mean_success"
+        return [r[key] if measure == "mean" else r["cvar"][measure] for r in records_of_run]
+
+    for r in records:
+        if r["method"] in runs:
+            r["risk"] = {
+                label: values(runs[r["method"]], measure)
+                for label, measure in RISK_MEASURES.items()
+            }
+    base = next((r.get("risk") for r in records if r["method"] == "dr"), None)
+    for r in records:
+        if "risk" in r:
+            r["risk_p_vs_dr"] = {
+                label: None if base is None or r["method"] == "dr" else welch_p(v, base[label])
+                for label, v in r["risk"].items()
+            }
 
 
 def diagnose(run_dir: Path) -> dict:
@@ -192,6 +227,10 @@ def table(records: list[dict]) -> str:
             m, se = mean_se(r["mean_all"])
             row["mean"] = f"{m:.2f} ± {se:.2f}"
             row["Welch p vs dr"] = _p_text(r["welch_p_vs_dr"])
+            for label, values in r.get("risk", {}).items():
+                m, se = mean_se(values)
+                p = _p_text(r["risk_p_vs_dr"][label])
+                row[label] = f"{m:.3f} ± {se:.3f}" + (f" (p {p})" if p else "")
         rows.append(row)
     return format_table(rows, list(rows[0]))
 
@@ -227,6 +266,16 @@ def readme_table(records: list[dict]) -> str:
             row(f"**mean of the {len(mazes)}**", [f"**{cell(r['mean_all'])}**" for r in records])
         )
         lines.append(row("Welch p vs dr", [_p_text(r["welch_p_vs_dr"]) or "–" for r in records]))
+        for label in RISK_MEASURES if any("risk" in r for r in records) else ():
+            cells = []
+            for r in records:
+                if "risk" not in r:
+                    cells.append("–")
+                    continue
+                m, se = mean_se(r["risk"][label])
+                p = _p_text(r["risk_p_vs_dr"][label])
+                cells.append(f"{m:.3f} ± {se:.3f}" + (f" (p {p})" if p else ""))
+            lines.append(row(f"sampled mazes: {label}".replace(": sampled", ":"), cells))
         lines.append(row("env steps per seed", [f"{r['env_steps']:,}" for r in records]))
         return "\n".join(lines)
     lines.append(

@@ -182,3 +182,57 @@ def test_mini_configs_build_and_share_every_setting_but_the_teacher():
         build_components(config)
     same = {m: (c.env, c.agent, c.loop, c.eval, c.seed) for m, c in configs.items()}
     assert all(v == same["dr"] for v in same.values())
+
+
+def test_mini_suite_tables_add_the_risk_over_sampled_mazes(tmp_path):
+    from acl.benchmark.report import welch_p
+
+    _mini_metrics(tmp_path / "dr", {0: [0.1, 0.2, 0.3], 1: [0.0, 0.1, 0.2]})
+    _mini_metrics(tmp_path / "sfl", {0: [0.5, 0.6, 0.7], 1: [0.6, 0.6, 0.6]})
+
+    def seed(mean, cvar_10, cvar_1):
+        return {"mean_success": mean, "cvar": {"0.01": cvar_1, "0.1": cvar_10, "0.5": mean}}
+
+    runs = {
+        "dr": [seed(0.9, 0.4, 0.0), seed(0.8, 0.3, 0.1)],
+        "sfl": [seed(0.95, 0.6, 0.2), seed(0.97, 0.7, 0.3)],
+    }
+    (tmp_path / "risk").mkdir()
+    (tmp_path / "risk" / "risk.json").write_text(json.dumps({"runs": runs}))
+    argv = ["--suite", "mini", "--table-only", "--out", str(tmp_path), "--methods", "dr", "sfl"]
+    assert ued_mazes.main(argv) == 0
+    dr, sfl = json.loads((tmp_path / "results.json").read_text())["results"]
+    assert sfl["risk"]["CVaR 0.1"] == [0.6, 0.7] and dr["risk"]["sampled mean"] == [0.9, 0.8]
+    assert sfl["risk_p_vs_dr"]["CVaR 0.01"] == pytest.approx(welch_p([0.2, 0.3], [0.0, 0.1]))
+    assert dr["risk_p_vs_dr"]["CVaR 0.01"] is None
+    text = (tmp_path / "readme_table.md").read_text()
+    assert "| sampled mazes: CVaR 0.1 | 0.350 ± 0.050 | 0.650 ± 0.050 (p " in text
+
+
+def test_the_sfl_arms_differ_from_dr_in_the_teacher_and_arm_b_in_its_budget():
+    from acl.build import build_components
+    from acl.config import load_config
+
+    dr, sfl, equal = (
+        load_config(ued_mazes.config_path(m, "mini")) for m in ("dr", *ued_mazes.SFL_ARMS)
+    )
+    assert (sfl.teacher.name, sfl.teacher.kwargs["preset"]) == ("sfl", "cpu")
+    assert (sfl.env, sfl.agent, sfl.loop, sfl.eval, sfl.seed) == (
+        dr.env,
+        dr.agent,
+        dr.loop,
+        dr.eval,
+        dr.seed,
+    )
+    assert (equal.env, equal.agent, equal.eval, equal.teacher) == (
+        dr.env,
+        dr.agent,
+        dr.eval,
+        sfl.teacher,
+    )
+    teacher = build_components(equal).teacher
+    updates = equal.loop.total_env_steps // (equal.loop.num_envs * equal.loop.num_steps)
+    refreshes = -(-updates // teacher.buffer_update_frequency)  # at updates 0, 16, ...
+    total = equal.loop.total_env_steps + refreshes * teacher.env_steps_per_refresh
+    # The same total env steps as DR's training, as near as whole refreshes allow.
+    assert updates == 128 and 0.95 * dr.loop.total_env_steps <= total <= dr.loop.total_env_steps
