@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -38,6 +39,8 @@ import numpy as np
 from acl.errors import ConfigError
 
 SCORES = ("maxmc", "pvl")
+BATCH = 1000
+"""Most levels played at once (memory); a divisor of the level count is used."""
 CURVE_POINTS = 50
 
 
@@ -91,7 +94,7 @@ def regret_record(env, agent, state, levels, key, args) -> dict:
             key=success_key,
             episodes=args.episodes,
             deterministic=False,
-            batch_size=min(len(levels), 1000),
+            batch_size=math.gcd(len(levels), BATCH),
         )
     )
     targets = {"p": p, "learnability": p * (1 - p)}
@@ -125,7 +128,15 @@ def evaluate_run(run_dir: Path, args: argparse.Namespace, progress) -> list[dict
     records = []
     for index in range(config.num_seeds):
         state = jax.tree.map(lambda a, i=index: a[i], states)
-        risk = sampled_risk(env, agent, state, risk_key, args.levels, args.episodes)
+        risk = sampled_risk(
+            env,
+            agent,
+            state,
+            risk_key,
+            args.levels,
+            args.episodes,
+            batch_size=math.gcd(args.levels, BATCH),
+        )
         alphas, curve = cvar_curve(risk.ranked_success, risk.measured_success, CURVE_POINTS)
         record = {
             "seed": config.seed + index,
