@@ -65,17 +65,9 @@ def regret_scores(env, agent, agent_state, levels, key, steps: int) -> dict:
     return {"maxmc": stats.max_return - stats.mean_value, "pvl": stats.pvl}
 
 
-_COMPILED: dict = {}
-
-
-def compiled_regret_scores(env, agent, steps: int):
-    """`regret_scores` compiled once per (env, agent, steps), the agent state an argument."""
-    cache_key = (env, agent, steps)
-    if cache_key not in _COMPILED:
-        _COMPILED[cache_key] = jax.jit(
-            lambda state, levels, key: regret_scores(env, agent, state, levels, key, steps)
-        )
-    return _COMPILED[cache_key]
+compiled_regret_scores = jax.jit(regret_scores, static_argnames=("env", "agent", "steps"))
+"""`regret_scores` compiled, called with keywords: one program per env, agent and steps,
+the agent state an argument."""
 
 
 def regret_record(env, agent, state, levels, key, args) -> dict:
@@ -84,7 +76,14 @@ def regret_record(env, agent, state, levels, key, args) -> dict:
     from acl.evaluation import jit_level_success
 
     score_key, success_key = jax.random.split(key)
-    scores = compiled_regret_scores(env, agent, args.regret_steps)(state, levels, score_key)
+    scores = compiled_regret_scores(
+        env=env,
+        agent=agent,
+        agent_state=state,
+        levels=levels,
+        key=score_key,
+        steps=args.regret_steps,
+    )
     p = np.asarray(
         jit_level_success(
             env=env,

@@ -142,8 +142,9 @@ def attach_risk(records: list[dict], path: Path) -> None:
     runs = json.loads(path.read_text())["runs"]
 
     def values(records_of_run, measure):
-        key = "mean_success"
-        return [r[key] if measure == "mean" else r["cvar"][measure] for r in records_of_run]
+        return [
+            r["mean_success"] if measure == "mean" else r["cvar"][measure] for r in records_of_run
+        ]
 
     for r in records:
         if r["method"] in runs:
@@ -227,10 +228,8 @@ def table(records: list[dict]) -> str:
             m, se = mean_se(r["mean_all"])
             row["mean"] = f"{m:.2f} ± {se:.2f}"
             row["Welch p vs dr"] = _p_text(r["welch_p_vs_dr"])
-            for label, values in r.get("risk", {}).items():
-                m, se = mean_se(values)
-                p = _p_text(r["risk_p_vs_dr"][label])
-                row[label] = f"{m:.3f} ± {se:.3f}" + (f" (p {p})" if p else "")
+            for label in r.get("risk", {}):
+                row[label] = _risk_cell(r, label)
         rows.append(row)
     return format_table(rows, list(rows[0]))
 
@@ -241,6 +240,13 @@ def _short(value) -> str:
 
 def _p_text(p: float | None) -> str:
     return "" if p is None else f"{p:.2g}"
+
+
+def _risk_cell(record: dict, label: str) -> str:
+    """ "mean ± SE (p P)" of one risk measure of a method (`attach_risk`)."""
+    m, se = mean_se(record["risk"][label])
+    p = _p_text(record["risk_p_vs_dr"][label])
+    return f"{m:.3f} ± {se:.3f}" + (f" (p {p})" if p else "")
 
 
 def readme_table(records: list[dict]) -> str:
@@ -267,14 +273,7 @@ def readme_table(records: list[dict]) -> str:
         )
         lines.append(row("Welch p vs dr", [_p_text(r["welch_p_vs_dr"]) or "–" for r in records]))
         for label in RISK_MEASURES if any("risk" in r for r in records) else ():
-            cells = []
-            for r in records:
-                if "risk" not in r:
-                    cells.append("–")
-                    continue
-                m, se = mean_se(r["risk"][label])
-                p = _p_text(r["risk_p_vs_dr"][label])
-                cells.append(f"{m:.3f} ± {se:.3f}" + (f" (p {p})" if p else ""))
+            cells = [_risk_cell(r, label) if "risk" in r else "–" for r in records]
             lines.append(row(f"sampled mazes: {label}".replace(": sampled", ":"), cells))
         lines.append(row("env steps per seed", [f"{r['env_steps']:,}" for r in records]))
         return "\n".join(lines)

@@ -36,17 +36,22 @@ class FixedAction:
 ENV = MatchTargetDiscrete()
 
 
+def risk_of(coin: bool, seed: int, episodes: int, batch_size: int):
+    """`sampled_risk` of a FixedAction policy on 2,000 levels of the probe env."""
+    return sampled_risk(
+        ENV,
+        FixedAction(coin=coin),
+        None,
+        jax.random.PRNGKey(seed),
+        num_levels=2000,
+        episodes=episodes,
+        batch_size=batch_size,
+    )
+
+
 def test_a_policy_that_solves_half_the_space_has_zero_risk_below_half():
     # Action 0 succeeds exactly on levels with task <= 0.5: the worst half all fail.
-    risk = sampled_risk(
-        ENV,
-        FixedAction(coin=False),
-        None,
-        jax.random.PRNGKey(0),
-        num_levels=2000,
-        episodes=2,
-        batch_size=500,
-    )
+    risk = risk_of(coin=False, seed=0, episodes=2, batch_size=500)
     tasks = np.asarray(risk.levels[:, 0])
     np.testing.assert_array_equal(risk.measured_success, (tasks <= 0.5).astype(float))
     assert abs(risk.mean_success - 0.5) < 0.05
@@ -58,28 +63,12 @@ def test_ranking_and_measuring_seeds_are_independent():
     # A fair coin on every level: each level's true success is 0.5. Ranked and measured
     # on independent episodes, the worst-ranked levels measure about 0.5 again; ranked and
     # measured on the same episodes they would look far worse.
-    risk = sampled_risk(
-        ENV,
-        FixedAction(coin=True),
-        None,
-        jax.random.PRNGKey(1),
-        num_levels=2000,
-        episodes=4,
-        batch_size=1000,
-    )
+    risk = risk_of(coin=True, seed=1, episodes=4, batch_size=1000)
     assert not np.array_equal(risk.ranked_success, risk.measured_success)
     assert abs(risk.cvar[0.1] - 0.5) < 0.08
     same = cvar(risk.ranked_success, alphas=(0.1,), same_seed=True)[0.1]
     assert same < 0.2  # about 0.09: every level with 0 of 4, some with 1 of 4
-    again = sampled_risk(
-        ENV,
-        FixedAction(coin=True),
-        None,
-        jax.random.PRNGKey(1),
-        num_levels=2000,
-        episodes=4,
-        batch_size=1000,
-    )
+    again = risk_of(coin=True, seed=1, episodes=4, batch_size=1000)
     np.testing.assert_array_equal(again.measured_success, risk.measured_success)
 
 

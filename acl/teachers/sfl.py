@@ -273,8 +273,6 @@ class SFLTeacher:
         uniform."""
         if self.generates:
             return random_tasks(self.env, key, n, num_walls=params.num_walls)
-        if self.on_env_space:
-            return random_tasks(self.env, key, n)
         return self.task_space.sample_uniform(key, n).astype(jnp.float32)
 
     def sample(self, state: SFLState, key: jax.Array, n: int):
