@@ -17,6 +17,7 @@ import dataclasses
 import inspect
 import math
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from acl.agents import AGENTS
@@ -125,7 +126,22 @@ def _keys_page(header: str, registry) -> str:
             parts.append(head + "\n" + "\n".join(lines) + "\n")
         else:
             parts.append("No config keys.\n")
+        presets = getattr(factory, "presets", None)
+        if presets and all(isinstance(v, Mapping) for v in presets.values()):
+            parts.append(presets_list(factory, presets))
     return "\n".join(parts)
+
+
+def presets_list(factory, presets) -> str:
+    """The named settings of a factory's `preset` key, each as the keys it sets."""
+    declared = getattr(factory, "hparams", None) or {}
+    default = getattr(declared.get("preset"), "default", None)
+    lines = ["Presets (`preset: NAME`; keys given beside it override the preset's):\n"]
+    for name, settings in presets.items():
+        label = f"`{name}`" + (" (default)" if name == default else "")
+        keys = ", ".join(f"`{k}` {_cell(_default(v))}" for k, v in settings.items())
+        lines.append(f"- {label}: {keys or 'the defaults in the table'}")
+    return "\n".join(lines) + "\n"
 
 
 def _number(x: float) -> str:

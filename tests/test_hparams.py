@@ -216,3 +216,10 @@ def test_the_option_pages_are_up_to_date():
         assert (hparams_docs.DOCS / page).read_text() == text, (
             f"docs/{page} is out of date: run python -m acl.hparams_docs"
         )
+
+
+def test_the_teachers_page_lists_each_presets_settings():
+    page = hparams_docs.pages()["teachers.md"]
+    sfl = page[page.index("## sfl") : page.index("## spdl")]
+    assert "- `maze` (default): the defaults in the table" in sfl
+    assert "- `cpu`: `num_batches` 1, `batch_size` 128, `rollout_steps` 512" in sfl
