@@ -453,15 +453,3 @@ def test_sampling_never_draws_zero_probability_components():
     # Unnormalised probabilities are normalised.
     scaled = np.asarray(SAMPLE(jax.random.key(3), gmm, 20000, component_probs=probs * 7))
     np.testing.assert_allclose(scaled, draws, rtol=1e-5, atol=1e-3)
-
-
-@pytest.mark.parametrize("num_features", [1, 2, 4, 7, 10])
-def test_unrolled_cholesky_matches_lapack(num_features):
-    from acl.teachers.gmm import cholesky_with_inverse
-
-    rng = np.random.default_rng(num_features)
-    a = rng.normal(size=(6, num_features, num_features))
-    a = (a @ np.swapaxes(a, -1, -2) + 0.1 * np.eye(num_features)).astype(np.float32)
-    low, inv = jax.jit(cholesky_with_inverse)(a)  # jitted, as in EM: one compile, not dozens
-    np.testing.assert_allclose(low, np.linalg.cholesky(a), atol=1e-4, rtol=1e-4)
-    np.testing.assert_allclose(inv @ low, np.broadcast_to(np.eye(num_features), a.shape), atol=1e-4)

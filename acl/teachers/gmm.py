@@ -19,10 +19,11 @@ last of every seed's fits); a stopped fit is frozen, so each returns what it wou
 
 Speed on XLA's CPU backend (these fits dominate the GMM teachers' cost): per-component arrays
 are laid out [K, points] so reductions run over the minor axis, small-F linear algebra is
-unrolled into elementwise ops, and the fits form one flat vmap (a size-1 axis, e.g. one init
-per k, made the fused loop body several times slower). With 8 fits of 150 points per seed,
-an EM iteration took 0.3 ms for 1 seed and 0.5 ms for 8 (kernel launches more than
-arithmetic); the packing paid from about 16 seeds on (2x per iteration at 16, 1.65x at 64).
+unrolled into elementwise ops (`acl.teachers.linalg`), and the fits form one flat vmap (a
+size-1 axis, e.g. one init per k, made the fused loop body several times slower). With 8
+fits of 150 points per seed, an EM iteration took 0.3 ms for 1 seed and 0.5 ms for 8
+(kernel launches more than arithmetic); the packing paid from about 16 seeds on (2x per
+iteration at 16, 1.65x at 64).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
+
+from acl.teachers.linalg import UNROLL_MAX_DIM, cholesky_with_inverse
 
 CRITERIA = ("aic", "bic", "aicc")
 DEFAULT_TOL = 1e-3
@@ -77,45 +80,6 @@ def n_parameters(k, num_features: int):
     return (k - 1) + k * f + k * (f * (f + 1) // 2)
 
 
-_UNROLL_MAX_FEATURES = 8
-
-
-def cholesky_with_inverse(a: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Lower Cholesky factor L of SPD matrices and its inverse L^-1.
-
-    For small F (<= 8: a task plus its ALP or return) the factorisation is unrolled into
-    elementwise ops over the batch: XLA's CPU backend runs a batched LAPACK call per tiny
-    matrix, which made EM fits cost far more than their arithmetic.
-
-    Args:
-      a: [..., F, F] symmetric positive definite.
-    Returns:
-      L [..., F, F], L^-1 [..., F, F], both lower triangular.
-    """
-    f = a.shape[-1]
-    if f > _UNROLL_MAX_FEATURES:
-        chol = jnp.linalg.cholesky(a)
-        eye = jnp.broadcast_to(jnp.eye(f, dtype=a.dtype), a.shape)
-        return chol, jax.scipy.linalg.solve_triangular(chol, eye, lower=True)
-    zero = jnp.zeros(a.shape[:-2], a.dtype)
-    low = [[zero] * f for _ in range(f)]
-    for i in range(f):
-        for j in range(i + 1):
-            partial = sum((low[i][k] * low[j][k] for k in range(j)), zero)
-            if i == j:
-                low[i][i] = jnp.sqrt(a[..., i, i] - partial)
-            else:
-                low[i][j] = (a[..., i, j] - partial) / low[j][j]
-    inv = [[zero] * f for _ in range(f)]
-    for i in range(f):
-        inv[i][i] = 1.0 / low[i][i]
-        for j in range(i):
-            acc = sum((low[i][k] * inv[k][j] for k in range(j, i)), zero)
-            inv[i][j] = -acc * inv[i][i]
-    stack = lambda rows: jnp.stack([jnp.stack(r, axis=-1) for r in rows], axis=-2)  # noqa: E731
-    return stack(low), stack(inv)
-
-
 def _component_log_pdf(x: jax.Array, means: jax.Array, covariances: jax.Array) -> jax.Array:
     """Gaussian log densities of each point under each component.
 
@@ -134,7 +98,7 @@ def _component_log_pdf(x: jax.Array, means: jax.Array, covariances: jax.Array) -
     # half the work, and the float32 rounding (~1e-7 |x| / sigma) is negligible on normalised
     # data.
     prec_mean = jnp.einsum("kfg,kg->kf", prec_chol, means)  # [K, F]
-    if num_features > _UNROLL_MAX_FEATURES:
+    if num_features > UNROLL_MAX_DIM:
         sol = jnp.einsum("kfg,ng->kfn", prec_chol, x) - prec_mean[:, :, None]
         maha = jnp.sum(sol**2, axis=1)  # [K, N]
     else:
@@ -277,7 +241,7 @@ def _m_step(x, resp, active, reg_covar, groups=None):
     means = (resp @ x) / nk[:, None]  # [K, F]
     # Centred outer products, not E[xx^T] - mu mu^T, which cancels badly in float32.
     diff = x.T[:, None, :] - means.T[:, :, None]  # [F, K, P]
-    if num_features > _UNROLL_MAX_FEATURES:
+    if num_features > UNROLL_MAX_DIM:
         cov = jnp.einsum("kp,fkp,gkp->kfg", resp, diff, diff)
     else:
         # Small F: F (F + 1) / 2 weighted sums over the points (the minor axis), fused.

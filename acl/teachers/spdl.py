@@ -71,6 +71,7 @@ Where this differs from TeachMyAgent, and why:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,6 +88,7 @@ from acl.spaces import Box
 from acl.teachers import checks
 from acl.teachers.alp import Ring, ring_init, ring_push
 from acl.teachers.base import TEACHERS, Feedback, class_factory, default_info
+from acl.teachers.linalg import lower_triangular_apply, lower_triangular_inverse
 
 ALPHA_CAP = 1e5
 """TeachMyAgent's cap on alpha (`PercentageAlphaFunction`)."""
@@ -129,7 +131,7 @@ def diagonal_gaussian(mean: jax.Array, std: jax.Array) -> Gaussian:
 def log_prob(g: Gaussian, x: jax.Array) -> jax.Array:
     """log N(x; mean, chol chol^T) of points x [K, D], [K]."""
     dim = g.mean.shape[-1]
-    z = jax.scipy.linalg.solve_triangular(g.chol, (x - g.mean).T, lower=True)  # [D, K]
+    z = lower_triangular_apply(lower_triangular_inverse(g.chol), (x - g.mean).T)  # [D, K]
     log_det = jnp.sum(jnp.log(jnp.diagonal(g.chol)))
     return -0.5 * jnp.sum(z**2, axis=0) - log_det - 0.5 * dim * jnp.log(2 * jnp.pi)
 
@@ -137,8 +139,9 @@ def log_prob(g: Gaussian, x: jax.Array) -> jax.Array:
 def kl(p: Gaussian, q: Gaussian) -> jax.Array:
     """KL(p || q) of two Gaussians."""
     dim = p.mean.shape[-1]
-    m = jax.scipy.linalg.solve_triangular(q.chol, p.chol, lower=True)
-    z = jax.scipy.linalg.solve_triangular(q.chol, q.mean - p.mean, lower=True)
+    q_inverse = lower_triangular_inverse(q.chol)
+    m = lower_triangular_apply(q_inverse, p.chol)
+    z = lower_triangular_apply(q_inverse, q.mean - p.mean)
     log_det = jnp.sum(jnp.log(jnp.diagonal(q.chol))) - jnp.sum(jnp.log(jnp.diagonal(p.chol)))
     return 0.5 * (jnp.sum(m**2) + jnp.sum(z**2) - dim) + log_det
 
@@ -169,9 +172,12 @@ class Problem:
     alpha: jax.Array
     max_kl: jax.Array
 
-    def objective(self, q: Gaussian) -> jax.Array:
-        """mean_i [q(c_i) / p_old(c_i)] V_i - alpha KL(q || target): to maximise."""
-        ratio = jnp.exp(log_prob(q, self.contexts) - log_prob(self.old, self.contexts))
+    def objective(self, q: Gaussian, old_log_prob: jax.Array | None = None) -> jax.Array:
+        """mean_i [q(c_i) / p_old(c_i)] V_i - alpha KL(q || target): to maximise.
+        `old_log_prob` [K]: log p_old(c_i), if computed already."""
+        if old_log_prob is None:
+            old_log_prob = log_prob(self.old, self.contexts)
+        ratio = jnp.exp(log_prob(q, self.contexts) - old_log_prob)
         total = jnp.maximum(self.weights.sum(), 1.0)
         return jnp.sum(self.weights * ratio * self.performance) / total - self.alpha * kl(
             q, self.target
@@ -188,7 +194,11 @@ def solve(problem: Problem, learning_rate, rounds: int, steps: int, bisections: 
     from the old parameters until the KL constraint holds. Returns the new Gaussian (the
     old one if the solution is not finite or does worse than it)."""
     old_raw = to_raw(problem.old)
-    old_value = problem.objective(problem.old)
+    # Constant through the solve: computed once, not at each of its hundreds of steps.
+    objective = functools.partial(
+        problem.objective, old_log_prob=log_prob(problem.old, problem.contexts)
+    )
+    old_value = objective(problem.old)
     # Scale-free: the objective divided by the size of its terms at the old distribution.
     scale = (
         jnp.sum(problem.weights * jnp.abs(problem.performance))
@@ -204,7 +214,7 @@ def solve(problem: Problem, learning_rate, rounds: int, steps: int, bisections: 
         gap = problem.constraint(q) - problem.max_kl
         # Inequality constraint: Rockafellar's augmented Lagrangian.
         shifted = jnp.maximum(0.0, multiplier + penalty * gap)
-        return -problem.objective(q) / scale + (shifted**2 - multiplier**2) / (2 * penalty)
+        return -objective(q) / scale + (shifted**2 - multiplier**2) / (2 * penalty)
 
     grad = jax.grad(loss)
 
@@ -238,7 +248,7 @@ def solve(problem: Problem, learning_rate, rounds: int, steps: int, bisections: 
     low, _ = jax.lax.fori_loop(0, bisections, halve, (jnp.float32(0.0), jnp.float32(1.0)))
     t = jnp.where(feasible(1.0), 1.0, low)
     new = along(t)
-    value = problem.objective(new)
+    value = objective(new)
     ok = jnp.isfinite(value) & jnp.all(jnp.isfinite(new.chol)) & jnp.all(jnp.isfinite(new.mean))
     ok = ok & (value >= old_value)
     return jax.tree.map(lambda a, b: jnp.where(ok, a, b), new, problem.old)
