@@ -332,7 +332,14 @@ def em_packed(
 
     def spread(values):
         """[G, ...] -> [K, ...], each component's mixture's row."""
-        return values[0][None] if not grouped else values[groups]
+        if not grouped:
+            return values[0][None]
+        # Selects, not `values[groups]`: the groups differ between packed slots, and the
+        # gather they would batch into is slow on XLA's CPU backend.
+        out = jnp.broadcast_to(values[0], (groups.shape[0],) + values.shape[1:])
+        for g in range(1, num_groups):
+            out = jnp.where((groups == g).reshape(-1, *[1] * (values.ndim - 1)), values[g], out)
+        return out
 
     def e_step(params):
         """Responsibilities [K, P] (zero on masked points) and the total log-likelihood [G]."""
@@ -362,7 +369,7 @@ def em_packed(
             return new, bound, n_iter + 1, now_done
         # The freeze that vmap's while_loop gives whole fits, per mixture.
         go = (n_iter < max_iter) & ~done  # [G]
-        go_k = go[groups]
+        go_k = spread(go)
         new = tuple(
             jnp.where(go_k.reshape(-1, *[1] * (a.ndim - 1)), a, b)
             for a, b in zip(new, params, strict=True)
