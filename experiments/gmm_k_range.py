@@ -12,7 +12,7 @@ narrower k range would cost and change.
    vmapped as in the run. Per K: how often each k is chosen (the teacher's criterion),
    the share of fits whose chosen mixture equals the one chosen with the first K (same
    k, parameters within 1e-5), and the median wall time of one vmapped fit, timed apart
-   from training (a fit costs more inside the training program).
+   from training.
 
 With the teacher's own k_max first, its row reproduces the run's fits: the refit chosen
 mixtures are compared with the run's, as a check (`matches_run`).
