@@ -21,6 +21,7 @@ mixtures are compared with the run's, as a check (`matches_run`).
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import time
 
@@ -33,7 +34,7 @@ from acl.benchmark.timing import report
 from acl.build import make_train, run_data
 from acl.config import load_config
 from acl.teachers.alp_gmm import GMMTeacher
-from acl.teachers.gmm import GMM, fit_gmms, select_best
+from acl.teachers.gmm import GMM
 from experiments.cli import add_overrides_argument, add_seeds_argument
 
 
@@ -46,8 +47,8 @@ def unwrap(obj):
 
 def capture_fit_buffers(trainer) -> dict[str, np.ndarray]:
     """Trains `trainer`'s config and returns what each fit saw and chose, with leading
-    axes [fits, seeds]: points [.., P, F], valid [.., P], keys (the fit's PRNG key),
-    and the run's mixture after the fit (weights, means, covariances)."""
+    axes [fits, seeds]: points [.., P, F], valid [.., P], key (the fit's PRNG key),
+    reg_covar, and the run's mixture after the fit (weights, means, covariances)."""
     teacher = unwrap(trainer.teacher)
     if not isinstance(teacher, GMMTeacher):
         raise SystemExit(f"the config's teacher is {type(teacher).__name__}, not a GMM teacher")
@@ -61,7 +62,8 @@ def capture_fit_buffers(trainer) -> dict[str, np.ndarray]:
         return carry, {
             "points": teacher.fit_points(state),
             "valid": state.fit_buffer.valid,
-            "key": jax.random.fold_in(state.fit_key, step),
+            "key": teacher.fit_key(state, step),
+            "reg_covar": state.params.reg_covar,
             "weights": state.gmm.weights,
             "means": state.gmm.means,
             "covariances": state.gmm.covariances,
@@ -78,27 +80,11 @@ def capture_fit_buffers(trainer) -> dict[str, np.ndarray]:
 
 
 def refit(teacher: GMMTeacher, buffers: dict, k_max: int, repeats: int) -> dict:
-    """Every kept buffer refitted with k in [teacher.k_min, k_max]: the chosen mixtures
-    (a GMM with leading axes [fits, seeds], padded to k_max) and the median seconds of one
-    vmapped fit."""
-    reg_covar = float(teacher.default_params().reg_covar)
-
-    def fit(key, points, valid):
-        fits = fit_gmms(
-            key,
-            points,
-            valid,
-            teacher.k_min,
-            k_max,
-            teacher.num_inits,
-            teacher.em_iterations,
-            reg_covar,
-            teacher.em_tol,
-        )
-        return select_best(fits, teacher.criterion)
-
-    fit = jax.jit(jax.vmap(fit))
-    args = [jnp.asarray(buffers[name]) for name in ("key", "points", "valid")]
+    """Every kept buffer refitted with k in [teacher.k_min, k_max] (`best_mixture`): the
+    chosen mixtures (a GMM with leading axes [fits, seeds], padded to k_max) and the median
+    seconds of one vmapped fit."""
+    fit = jax.jit(jax.vmap(functools.partial(teacher.best_mixture, k_max=k_max)))
+    args = [jnp.asarray(buffers[name]) for name in ("key", "points", "valid", "reg_covar")]
     jax.block_until_ready(fit(*(a[0] for a in args)))
     seconds, chosen = [], []
     for i in tqdm(range(len(args[0])), desc=f"refits, k <= {k_max}", unit="fit"):

@@ -275,21 +275,38 @@ class GMMTeacher(abc.ABC):
         do_fit = (jnp.asarray(step) + 1) % self.fit_every == 0
         return jax.lax.cond(do_fit, self._fit, lambda s, _: s, state, step)
 
-    def _fit(self, state, step):
-        key = jax.random.fold_in(state.fit_key, step)
-        buffer = state.fit_buffer
+    def fit_key(self, state, step: jax.Array) -> jax.Array:
+        """The PRNG key of the fit at update `step`."""
+        return jax.random.fold_in(state.fit_key, step)
+
+    def best_mixture(self, key, points, valid, reg_covar, k_max: int | None = None) -> GMM:
+        """A fit's chosen mixture: every k in [k_min, k_max] (default: the teacher's), EM
+        as configured, the lowest criterion.
+
+        Args:
+          key: PRNG key; points: [P, F]; valid: [P] bool; reg_covar: scalar.
+          k_max: static; another upper end of the k range (experiments.gmm_k_range).
+        Returns:
+          GMM padded to k_max components.
+        """
         fits = fit_gmms(
             key,
-            self.fit_points(state),
-            buffer.valid,
+            points,
+            valid,
             self.k_min,
-            self.k_max,
+            self.k_max if k_max is None else k_max,
             self.num_inits,
             self.em_iterations,
-            state.params.reg_covar,
+            reg_covar,
             self.em_tol,
         )
-        gmm = select_best(fits, self.criterion)
+        return select_best(fits, self.criterion)
+
+    def _fit(self, state, step):
+        buffer = state.fit_buffer
+        gmm = self.best_mixture(
+            self.fit_key(state, step), self.fit_points(state), buffer.valid, state.params.reg_covar
+        )
         finite = jnp.all(jnp.array([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(gmm)]))
         keep = (state.new_since_fit > 0) & (buffer.count >= self.k_max) & finite
         gmm = jax.tree.map(lambda new, old: jnp.where(keep, new, old), gmm, state.gmm)
