@@ -93,6 +93,7 @@ def run_context(
         loop_mode=config.loop.mode,
         num_envs=config.loop.num_envs,
         shard_envs=config.loop.shard_envs,
+        overlap_teacher=config.loop.overlap_teacher,
         student=StudentSpec(config.agent.name, student_kwargs),
         agent=agent,
         play=play,

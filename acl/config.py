@@ -96,6 +96,15 @@ class LoopConfig:
     its gradients over devices. Each device draws its own random stream, so the run is
     not the one-device run's bit for bit. Needs an agent with an `axis_name` update
     (PPO) and no `task_pool`; false: devices split the seeds."""
+    overlap_teacher: bool = False
+    """Run the teacher's update on a second device, beside the agent's update: the two
+    read the same rollout and not each other's result (`Trainer.with_teacher_beside`).
+    On CPU the second device is a second XLA host device (experiments.run and
+    bench_teachers restart Python with `acl.devices.HOST_DEVICES_FLAG`), so a GMM
+    teacher's fits use the core training leaves idle (docs/results/teacher_overhead.md).
+    Takes two devices and all seeds on each; not with `shard_envs`, nor with a teacher
+    that evaluates the student after the agent's update (SFL). The metrics equal the
+    one-device run's up to float32 round-off."""
 
 
 @dataclass(frozen=True)
@@ -448,6 +457,11 @@ def validate(config: ExperimentConfig) -> None:
                 f"loop.task_pool must be in 1..num_envs * num_steps ({steps_per_iteration}), "
                 f"got {loop.task_pool}"
             )
+    if loop.overlap_teacher and loop.shard_envs:
+        raise ConfigError(
+            "loop.overlap_teacher and loop.shard_envs both lay the run over devices; "
+            "set one of them"
+        )
     if loop.eval_every < steps_per_iteration:
         raise ConfigError(
             f"loop.eval_every ({loop.eval_every}) must be >= num_envs * num_steps "

@@ -22,6 +22,12 @@ of its instances (`Trainer.with_env_shards`); agent and teacher state are replic
 the agent's update averages gradients over the devices and the teacher reads every
 device's feedback.
 
+The teacher beside the agent (`loop.overlap_teacher`): two devices each hold all S
+seeds; device 0 rolls out and updates the agent while device 1 updates the teacher
+(`Trainer.with_teacher_beside`). On CPU the two are XLA host devices, which JAX creates
+only when asked before it starts (`HOST_DEVICES_FLAG`; experiments.run restarts itself
+with it).
+
 One device (the default on a one-device machine) takes the single-device path
 unchanged: `Trainer.jit_init_seeds` and `jit_run_chunk_seeds`, no mesh.
 """
@@ -32,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
@@ -42,6 +49,13 @@ SEED_AXIS = "seeds"
 """The mesh axis the seeds are split over."""
 ENV_AXIS = "envs"
 """The mesh axis each seed's instances are split over (`loop.shard_envs`)."""
+ROLE_AXIS = "roles"
+"""The two-device mesh axis of `loop.overlap_teacher`: the learner's device, the teacher's."""
+
+
+HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
+"""The XLA flag that splits the CPU into host devices; read when JAX starts, which is
+at the first import of an env (gymnax builds arrays on import)."""
 
 
 def device_mesh(devices: int | None = None, axis: str = SEED_AXIS) -> Mesh:
@@ -101,14 +115,26 @@ class DeviceLayout:
     devices."""
     shard_envs: bool = False
     """Instances split over the devices instead of seeds (`loop.shard_envs`)."""
+    overlap_teacher: bool = False
+    """The teacher's update on a second device (`loop.overlap_teacher`)."""
 
     @classmethod
     def create(cls, trainer: Trainer, devices: int | None = None) -> DeviceLayout:
         """The layout of `trainer`'s run over `devices` (None: every device)."""
         shard_envs = trainer.config.loop.shard_envs
+        seeds = trainer.config.num_seeds
+        if trainer.config.loop.overlap_teacher:
+            if devices not in (None, 2) or len(jax.devices()) < 2:
+                raise ConfigError(
+                    f"loop.overlap_teacher takes two devices; asked for {devices}, JAX "
+                    f"sees {len(jax.devices())}. On CPU, start Python with "
+                    f"XLA_FLAGS={HOST_DEVICES_FLAG}=2 (experiments.run does it itself)"
+                )
+            mesh = device_mesh(2, ROLE_AXIS)
+            overlapped = trainer.with_teacher_beside(ROLE_AXIS)
+            return cls(overlapped, mesh, seeds, seeds, overlap_teacher=True)
         mesh = device_mesh(devices, ENV_AXIS if shard_envs else SEED_AXIS)
         count = int(mesh.devices.size)
-        seeds = trainer.config.num_seeds
         if count == 1:
             return cls(trainer, None, seeds, seeds)
         if shard_envs:
@@ -167,13 +193,20 @@ class DeviceLayout:
         shared = NamedSharding(self.mesh, PartitionSpec())
         return jax.jit(mapped, in_shardings=(shared,) * host_args)
 
+    @property
+    def _seeds_split(self) -> bool:
+        return not (self.shard_envs or self.overlap_teacher)
+
     def _carry_specs(self, data_axis: int | None) -> LoopCarry:
         if self.shard_envs:
             return env_specs()
+        if self.overlap_teacher:
+            axes = self.trainer.carry_axes_for(data_axis)
+            return jax.tree.map(lambda _: PartitionSpec(), axes, is_leaf=lambda a: a is None)
         return axes_to_specs(self.trainer.carry_axes_for(data_axis))
 
     def _data_spec(self, data_axis: int | None) -> Any:
-        return PartitionSpec() if self.shard_envs else axes_to_specs(data_axis)
+        return axes_to_specs(data_axis) if self._seeds_split else PartitionSpec()
 
     def jit_init_seeds(self, data_axis: int | None = None):
         """`Trainer.jit_init_seeds` laid out over the mesh."""
@@ -184,7 +217,7 @@ class DeviceLayout:
         def init_seeds(keys: jax.Array, data=None):
             return jax.vmap(self.trainer.init, in_axes=(0, data_axis), out_axes=axes)(keys, data)
 
-        keys_spec = PartitionSpec() if self.shard_envs else PartitionSpec(SEED_AXIS)
+        keys_spec = PartitionSpec(SEED_AXIS) if self._seeds_split else PartitionSpec()
         return self._sharded(
             init_seeds,
             (keys_spec, self._data_spec(data_axis)),
@@ -199,5 +232,24 @@ class DeviceLayout:
         axes = self.trainer.carry_axes_for(data_axis)
         run = jax.vmap(self.trainer.run_chunk, in_axes=(axes,), out_axes=(axes, 0))
         carry = self._carry_specs(data_axis)
-        metrics = PartitionSpec() if self.shard_envs else PartitionSpec(SEED_AXIS)
+        metrics = PartitionSpec(SEED_AXIS) if self._seeds_split else PartitionSpec()
         return self._sharded(run, (carry,), (carry, metrics))
+
+    def jit_iterations_seeds(self, iterations: int):
+        """(seed carry [S, ...], first iteration) -> the seed carry after `iterations` loop
+        iterations, no evaluation, laid out over the mesh: what the bench_* scripts time
+        (acl.benchmark.timing). With `overlap_teacher` the teacher's device returns stale
+        agent state and slots (only an evaluation, `run_chunk`, sends it the learner's);
+        it never reads them."""
+        trainer = self.trainer
+
+        def train_iterations(seed: SeedCarry, first: jax.Array) -> SeedCarry:
+            steps = first + jnp.arange(iterations, dtype=jnp.int32)
+            return jax.lax.scan(trainer._iteration, seed, steps)[0]
+
+        axes = trainer.carry_axes.seed
+        run = jax.vmap(train_iterations, in_axes=(axes, None), out_axes=axes)
+        if self.mesh is None:
+            return jax.jit(run)
+        seed = self._carry_specs(None).seed
+        return self._sharded(run, (seed, PartitionSpec()), seed)

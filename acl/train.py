@@ -41,6 +41,9 @@ from acl.evaluation import eval_test_set, evaluate, solve_rate
 from acl.rollout import Slots, TaskPool, collect, start_slots
 from acl.teachers.base import compact_feedback
 
+LEARNER, TEACHER = 0, 1
+"""The devices of `Trainer.with_teacher_beside`'s role axis."""
+
 
 @struct.dataclass
 class SeedCarry:
@@ -157,6 +160,9 @@ class Trainer:
         """Set by `with_env_shards`: the named axis this seed's instances are split over."""
         self.local_envs = self.num_envs
         """Instances this device steps: num_envs, or its share with `env_axis`."""
+        self.role_axis: str | None = None
+        """Set by `with_teacher_beside`: the two-device axis whose device LEARNER rolls out
+        and updates the agent while device TEACHER updates the teacher."""
 
     def with_env_shards(self, axis: str, shards: int) -> Trainer:
         """This loop with each seed's `num_envs` instances split `shards` ways over the
@@ -183,6 +189,40 @@ class Trainer:
         sharded = copy.copy(self)
         sharded.env_axis, sharded.local_envs = axis, self.num_envs // shards
         return sharded
+
+    def with_teacher_beside(self, axis: str) -> Trainer:
+        """This loop with the teacher's update on a second device, beside the agent's
+        (`loop.overlap_teacher`; acl.devices maps `axis`, of size 2, onto two devices).
+
+        Within an iteration the agent's update and the teacher's read the same rollout and
+        not each other's result, so they can run at once: device LEARNER rolls out and
+        updates the agent while device TEACHER updates the teacher (on CPU, a second host
+        device is a second core, where a GMM teacher's fits then run). The rollout goes to
+        the teacher's device, the teacher's new state comes back, and both devices draw the
+        next tasks from it; the agent state reaches the teacher's device at each
+        evaluation. Each seed computes what the one-device loop computes, in a program
+        XLA fuses differently: equal up to float32 round-off (tests/test_devices.py).
+        The teacher's update gets no `student` (it runs beside the agent's update, not
+        after it)."""
+        if self.env_axis is not None:
+            raise ConfigError("loop.overlap_teacher does not take loop.shard_envs")
+        overlapped = copy.copy(self)
+        overlapped.role_axis = axis
+        return overlapped
+
+    def _on_device(self, device: int, compute, otherwise: Any = None):
+        """compute() on one device of the role axis; the other skips it and returns
+        `otherwise` (default: zeros of compute's result), which the caller overwrites or
+        never reads."""
+        if otherwise is None:
+            shapes = jax.eval_shape(compute)
+            otherwise = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+        here = jax.lax.axis_index(self.role_axis) == device
+        return jax.lax.cond(here, compute, lambda: otherwise)
+
+    def _from_device(self, tree: Any, device: int) -> Any:
+        """Device `device`'s values of `tree` on both devices of the role axis."""
+        return jax.tree.map(lambda x: jax.lax.all_gather(x, self.role_axis)[device], tree)
 
     def _my_instances(self, x: jax.Array, axis: int = 0) -> jax.Array:
         """This shard's slice of a per-instance array ([..., N, ...] on `axis`)."""
@@ -282,17 +322,26 @@ class Trainer:
             )
             reset_key, rollout_key = jax.random.split(rollout_key)
             slots = self._start_slots(reset_key, tasks, info)
-        slots, batch, feedback = collect(
-            self.env,
-            self.agent,
-            seed.agent_state,
-            slots,
-            self._shard_key(rollout_key),
-            next_tasks,
-            next_train_on,
-            self.num_steps,
-            pool=pool,
-        )
+
+        def rollout():
+            return collect(
+                self.env,
+                self.agent,
+                seed.agent_state,
+                slots,
+                self._shard_key(rollout_key),
+                next_tasks,
+                next_train_on,
+                self.num_steps,
+                pool=pool,
+            )
+
+        if self.role_axis is None:
+            slots, batch, feedback = rollout()
+        else:
+            # The teacher's device keeps stale slots: it never steps the envs.
+            slots, batch, feedback = self._on_device(LEARNER, rollout)
+            batch, feedback = self._from_device((batch, feedback), LEARNER)
         teacher_batch = batch
         if self.env_axis is not None:
             # The teacher sees the iteration as one device would: [T, N], step-major.
@@ -317,24 +366,33 @@ class Trainer:
         dropped = jnp.zeros((), jnp.int32)
         if self.config.loop.max_feedback:
             feedback, dropped = compact_feedback(feedback, self.config.loop.max_feedback)
-        if self.env_axis is None:
-            agent_state, agent_metrics = self.agent.update(seed.agent_state, batch, update_key)
-        else:
-            agent_state, agent_metrics = self.agent.update(
-                seed.agent_state, batch, update_key, axis_name=self.env_axis
-            )
+
+        def update_agent():
+            if self.env_axis is None:
+                return self.agent.update(seed.agent_state, batch, update_key)
+            return self.agent.update(seed.agent_state, batch, update_key, axis_name=self.env_axis)
+
         # A key of its own, so the agent's stream is the same with any teacher.
         teacher_key = jax.random.fold_in(update_key, 1)
-        # The student after this update, for teachers that evaluate it (SFL).
-        teacher_state = self.teacher.update(
-            teacher_state,
-            teacher_key,
-            tasks,
-            feedback,
-            teacher_batch,
-            iteration,
-            student=agent_state,
-        )
+
+        def update_teacher(student):
+            return self.teacher.update(
+                teacher_state, teacher_key, tasks, feedback, teacher_batch, iteration, student
+            )
+
+        if self.role_axis is None:
+            agent_state, agent_metrics = update_agent()
+            # The student after this update, for teachers that evaluate it (SFL).
+            teacher_state = update_teacher(agent_state)
+        else:
+            agent_state, agent_metrics = self._on_device(LEARNER, update_agent)
+            teacher_state = self._on_device(
+                TEACHER, lambda: update_teacher(None), otherwise=teacher_state
+            )
+            # Both updates finish before the exchange: otherwise XLA may schedule the
+            # learner's wait for the teacher's state before the agent's update, in turn.
+            agent_state, teacher_state = jax.lax.optimization_barrier((agent_state, teacher_state))
+            teacher_state = self._from_device(teacher_state, TEACHER)
         # A real branch unless runs with different periods share a vmap.
         due = self._reinit_due(seed, iteration)
         if due is not None:
@@ -364,17 +422,28 @@ class Trainer:
     def run_chunk(self, carry: LoopCarry) -> tuple[LoopCarry, ChunkMetrics]:
         """`iterations_per_chunk` iterations, then an evaluation on the test set."""
         after, stats = self.run_iterations(carry, self.iterations_per_chunk)
-        seed = after.seed
         ev = self.config.eval
-        result = evaluate(
-            self.env,
-            self.agent,
-            seed.agent_state,
-            self.test_tasks,
-            self.eval_key,
-            ev.episodes_per_task,
-            ev.sampled_attempts,
-        )
+
+        def evaluation():
+            return evaluate(
+                self.env,
+                self.agent,
+                after.seed.agent_state,
+                self.test_tasks,
+                self.eval_key,
+                ev.episodes_per_task,
+                ev.sampled_attempts,
+            )
+
+        if self.role_axis is None:
+            result = evaluation()
+        else:
+            # The learner's student, slots and metrics, on both devices again.
+            result = self._from_device(self._on_device(LEARNER, evaluation), LEARNER)
+            learner = self._from_device((after.seed.agent_state, after.seed.slots), LEARNER)
+            after = after.replace(seed=after.seed.replace(agent_state=learner[0], slots=learner[1]))
+            stats["agent"] = self._from_device(stats["agent"], LEARNER)
+        seed = after.seed
         sampled = result.sampled_returns
         iteration = after.iteration
         episodes = stats["episodes"].sum()

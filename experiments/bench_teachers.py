@@ -4,7 +4,7 @@ to Random's, measured in the same run.
     python -m experiments.bench_teachers
         [--config experiments/configs/cartpole_unfeasible_alp_gmm.yaml]
         [--teachers random alp_gmm covar_gmm riac] [--iterations N] [--rounds 5]
-        [--warmup 0] [--out FILE.json]
+        [--warmup 0] [--random-config FILE.yaml] [--out FILE.json]
     python -m experiments.bench_teachers --suite experiments/configs/benchmark_quick.yaml
         [--setting unfeasible] [--teachers LABEL ...] ...
 
@@ -19,6 +19,8 @@ rounds (and each teacher's median steps/s). Teacher keys of the config (fit_ever
 preset...) are kept for the teachers that accept them. With `--suite`, each teacher is a
 suite's labelled teacher with its own keys, on the suite's base config under the
 challenge `--setting` (default: unfeasible), and `--teachers` picks labels (default: all).
+`--random-config`: Random runs its own config instead (e.g. `make run`'s two configs, whose
+loop layouts differ: ALP-GMM's teacher runs beside the agent, `loop.overlap_teacher`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,11 @@ from acl.benchmark.timing import compile_training, report
 from acl.build import make_train
 from acl.config import ChallengeConfig, ComponentConfig, config_keys, load_config
 from acl.teachers import TEACHERS
-from experiments.cli import add_overrides_argument, add_seeds_argument
+from experiments.cli import (
+    add_overrides_argument,
+    add_seeds_argument,
+    restart_with_host_devices,
+)
 
 
 def with_teacher(config, name: str):
@@ -60,13 +66,16 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--warmup", type=int, default=0, help="untimed iterations first (whole calls)"
     )
+    parser.add_argument(
+        "--random-config", default=None, help="Random's own config (default: --config's)"
+    )
     parser.add_argument("--out", default="runs/bench_teachers.json")
     args = parser.parse_args(argv)
     if args.rounds < 1 or (args.iterations or 1) < 1 or args.warmup < 0:
         parser.error("--rounds and --iterations must be >= 1, --warmup >= 0")
     if args.suite is not None:
-        if args.overrides:
-            parser.error("--set does not combine with --suite; edit a copy of the suite")
+        if args.overrides or args.random_config:
+            parser.error("--set and --random-config do not combine with --suite")
         suite = load_suite(args.suite, num_seeds=args.seeds)
         labels = [label for label, _ in suite.teachers]
         unknown = sorted(set(args.teachers or []) - set(labels))
@@ -87,6 +96,13 @@ def main(argv=None) -> int:
         chosen = args.teachers or ["random", "alp_gmm"]
         teachers = ["random"] + [t for t in chosen if t != "random"]
         configs = {name: with_teacher(base, name) for name in teachers}
+        if args.random_config is not None:
+            random = load_config(args.random_config, args.overrides, num_seeds=args.seeds)
+            if random.teacher.name != "random":
+                parser.error(f"--random-config runs teacher {random.teacher.name}, not random")
+            configs["random"] = random
+    if argv is None and any(c.loop.overlap_teacher for c in configs.values()):
+        restart_with_host_devices("experiments.bench_teachers")
     trainers = {name: make_train(config) for name, config in configs.items()}
     reference = trainers["random"]
     iterations = args.iterations or reference.num_chunks * reference.iterations_per_chunk
@@ -115,6 +131,7 @@ def main(argv=None) -> int:
             "overhead_per_round": [1 - r for r in ratios],
             "time_ratio": statistics.median(1 / r for r in ratios),
             "config": configs[name].teacher.kwargs,
+            "overlap_teacher": configs[name].loop.overlap_teacher,
         }
     rows = [
         {

@@ -8,6 +8,8 @@ so a bad one reads the same from every script."""
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from typing import Any
 
 
@@ -33,3 +35,22 @@ def add_seeds_argument(
 ) -> None:
     """`--seeds N`: how many seeds (None: the config's); `nargs="+"`: several counts."""
     parser.add_argument(flag, type=int, nargs=nargs, default=default, help=help)
+
+
+def restart_with_host_devices(module: str, count: int = 2) -> None:
+    """Restart this script (`python -m module`, same arguments) with `count` XLA host
+    devices, unless JAX already sees that many. The host platform is split only by a flag
+    read when JAX starts, and importing an env starts it, so a config asking for devices
+    (`loop.overlap_teacher`) is known too late for this process. Call only from a
+    script's own entry (argv from the command line)."""
+    import jax
+
+    from acl.devices import HOST_DEVICES_FLAG
+
+    if len(jax.devices()) >= count or jax.default_backend() != "cpu":
+        return
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {HOST_DEVICES_FLAG}={count}".strip()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, "-m", module, *sys.argv[1:]], env)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 # Nothing of acl at the top: importing an env starts JAX's backend, which must wait for
 # --coordinator's jax.distributed.initialize (main imports the library after it).
-from experiments.cli import add_overrides_argument, add_seeds_argument
+from experiments.cli import add_overrides_argument, add_seeds_argument, restart_with_host_devices
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -187,6 +187,8 @@ def main(argv=None) -> int:
             config = load_config(args.config, args.overrides, args.seeds, args.preset)
             out = Path(args.out or Path("runs") / config.name)
             check_run_dir(out)
+        if config.loop.overlap_teacher and argv is None:
+            restart_with_host_devices("experiments.run")  # returns if JAX has two devices
         trainer = Trainer(config, build_components(config))  # builds the test set too
         device_mesh(args.devices)  # more --devices than JAX sees fails here, before the run
         # Process 0 alone writes the run directory, so it alone mirrors it.

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 from gymnax.environments import spaces
 
 from acl.build import run_data
+from acl.devices import DeviceLayout
 from acl.rollout import select_instances
 from acl.train import Trainer
 
@@ -147,20 +148,15 @@ def compile_training(
 ) -> CompiledTraining:
     """Compiles `iterations` iterations (teacher, rollout, update; all seeds vmapped, no
     evaluation) and runs the `warmup_iterations` (rounded up to whole calls) untimed, so that
-    the timed ones see a teacher past its start-up (a replay buffer at its minimum fill)."""
-
-    def train_iterations(seed_carry, first_iteration):
-        steps = first_iteration + jnp.arange(iterations, dtype=jnp.int32)
-        return jax.lax.scan(trainer._iteration, seed_carry, steps)[0]
-
-    keys = trainer.seed_keys()
+    the timed ones see a teacher past its start-up (a replay buffer at its minimum fill).
+    One device, or the two of `loop.overlap_teacher` (acl.devices)."""
+    layout = DeviceLayout.create(trainer, 2 if trainer.config.loop.overlap_teacher else 1)
+    keys = layout.seed_keys()
     # A challenged trainer (the config's `challenge`) shares its challenge across seeds.
-    carry = trainer.jit_init_seeds()(keys, run_data(trainer))
+    carry = layout.jit_init_seeds()(keys, run_data(trainer))
     first = jnp.int32(0)
     start = time.perf_counter()
-    axes = trainer.carry_axes.seed
-    vmapped = jax.vmap(train_iterations, in_axes=(axes, None), out_axes=axes)
-    run = jax.jit(vmapped).lower(carry.seed, first).compile()
+    run = layout.jit_iterations_seeds(iterations).lower(carry.seed, first).compile()
     compile_seconds = time.perf_counter() - start
     seed_carry, done = carry.seed, 0
     while done < warmup_iterations:
@@ -198,6 +194,7 @@ def training_throughput(
 def report(name: str, rows: list[dict], out: str, seeds: list[int], **payload) -> None:
     """Print the bench table and write it, with provenance, as JSON to `out`."""
     import json
+    import os
     import platform
     from pathlib import Path
 
@@ -210,7 +207,11 @@ def report(name: str, rows: list[dict], out: str, seeds: list[int], **payload) -
         "benchmark": name,
         **payload,
         "table": rows,
-        "machine": {"cpus": jax.local_device_count(), "processor": platform.processor()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "devices": jax.local_device_count(),
+            "processor": platform.processor(),
+        },
         "provenance": provenance(seeds),
     }
     path.write_text(json.dumps(document, indent=2))

@@ -174,6 +174,9 @@ class RunContext:
     shard_envs: bool | None = None
     """Each seed's instances split over devices (`loop.shard_envs`): every device then
     runs the teacher's update on the same state."""
+    overlap_teacher: bool | None = None
+    """The teacher's update runs beside the agent's (`loop.overlap_teacher`), so it gets
+    no `student`."""
     student: StudentSpec | None = None
     agent: Any = None
     """The student's agent object as the run built it (before any teacher's

@@ -426,6 +426,11 @@ def make_sfl(task_space: Box, context: RunContext | None = None, **config) -> SF
             "teacher sfl does not take loop.shard_envs: every device would run the same "
             "evaluation rollouts of the student"
         )
+    if context is not None and context.overlap_teacher:
+        raise ConfigError(
+            "teacher sfl does not take loop.overlap_teacher: it evaluates the student "
+            "after the agent's update, so its update cannot run beside it"
+        )
     return _make_sfl(task_space, context, **config)
 
 
