@@ -45,6 +45,22 @@ LEARNER, TEACHER = 0, 1
 """The devices of `Trainer.with_teacher_beside`'s role axis."""
 
 
+def _to_bytes(x: jax.Array) -> jax.Array:
+    """x's bytes, flat ([x.size * itemsize] uint8)."""
+    if x.dtype == jnp.bool_:
+        return x.astype(jnp.uint8).reshape(-1)
+    return jax.lax.bitcast_convert_type(x, jnp.uint8).reshape(-1)
+
+
+def _from_bytes(data: jax.Array, like: jax.Array) -> jax.Array:
+    """The inverse of `_to_bytes`: an array of like's shape and dtype."""
+    if like.dtype == jnp.bool_:
+        return data.reshape(like.shape) != 0
+    if like.dtype.itemsize == 1:
+        return jax.lax.bitcast_convert_type(data.reshape(like.shape), like.dtype)
+    return jax.lax.bitcast_convert_type(data.reshape(*like.shape, like.dtype.itemsize), like.dtype)
+
+
 @struct.dataclass
 class SeedCarry:
     """Everything one seed carries between iterations."""
@@ -221,8 +237,18 @@ class Trainer:
         return jax.lax.cond(here, compute, lambda: otherwise)
 
     def _from_device(self, tree: Any, device: int) -> Any:
-        """Device `device`'s values of `tree` on both devices of the role axis."""
-        return jax.tree.map(lambda x: jax.lax.all_gather(x, self.role_axis)[device], tree)
+        """Device `device`'s values of `tree` on both devices of the role axis, sent as
+        one byte buffer: each collective is a rendezvous of the two devices, which costs
+        more than the copy on XLA's CPU backend."""
+        leaves, treedef = jax.tree.flatten(tree)
+        packed = jnp.concatenate([_to_bytes(x) for x in leaves])
+        received = jax.lax.all_gather(packed, self.role_axis)[device]
+        out, start = [], 0
+        for x in leaves:
+            size = _to_bytes(x).shape[0]
+            out.append(_from_bytes(received[start : start + size], x))
+            start += size
+        return jax.tree.unflatten(treedef, out)
 
     def _my_instances(self, x: jax.Array, axis: int = 0) -> jax.Array:
         """This shard's slice of a per-instance array ([..., N, ...] on `axis`)."""
