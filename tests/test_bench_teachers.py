@@ -44,17 +44,20 @@ def test_overhead_per_round_and_median(tmp_path):
 
 @pytest.mark.slow  # two teachers compiled on a challenged config: about a minute
 def test_a_challenged_config_with_overrides(tmp_path):
-    """The make run config trains under a challenge; `--set` reaches the loop."""
+    """The make run config trains under a challenge; `--set` reaches the loop. On one
+    device: this process has one, and the config's two-device layout is tested by
+    tests/test_overlap_teacher.py."""
     out = tmp_path / "bench.json"
     config = "experiments/configs/point_reach_unfeasible_alp_gmm.yaml"
     code = bench_teachers.main(
         ["--config", config, "--seeds", "1", "--iterations", "2", "--rounds", "1"]
-        + ["--set", "loop.task_pool=64", "--out", str(out)]
+        + ["--set", "loop.task_pool=64", "--set", "loop.overlap_teacher=false", "--out", str(out)]
     )
     assert code == 0
     document = json.loads(out.read_text())
     assert document["config"]["challenge"]["name"] == "unfeasible"
     assert document["config"]["loop"]["task_pool"] == 64
+    assert not document["results"]["alp_gmm"]["overlap_teacher"]
 
 
 @pytest.mark.slow  # two teachers compiled on a challenged tiny suite: about 30 s
