@@ -217,7 +217,7 @@ class Trainer:
         the teacher's device, the teacher's new state comes back, and both devices draw the
         next tasks from it; the agent state reaches the teacher's device at each
         evaluation. Each seed computes what the one-device loop computes, in a program
-        XLA fuses differently: equal up to float32 round-off (tests/test_devices.py).
+        XLA fuses differently: equal up to float32 round-off (tests/test_overlap_teacher.py).
         The teacher's update gets no `student` (it runs beside the agent's update, not
         after it)."""
         if self.env_axis is not None:
