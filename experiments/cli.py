@@ -47,10 +47,14 @@ def restart_with_host_devices(module: str, count: int = 2) -> None:
 
     from acl.devices import HOST_DEVICES_FLAG
 
+    restarted = "ACL_JAX_RESTARTED"  # once: a restart that did not take must not loop
     if len(jax.devices()) >= count or jax.default_backend() != "cpu":
         return
+    if os.environ.get(restarted) or jax.process_count() > 1:
+        return  # the run's layout then says what is missing
     env = dict(os.environ)
     env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {HOST_DEVICES_FLAG}={count}".strip()
+    env[restarted] = "1"
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(sys.executable, [sys.executable, "-m", module, *sys.argv[1:]], env)
