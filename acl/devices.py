@@ -25,8 +25,8 @@ device's feedback.
 The teacher beside the agent (`loop.overlap_teacher`): two devices each hold all S
 seeds; device 0 rolls out and updates the agent while device 1 updates the teacher
 (`Trainer.with_teacher_beside`). On CPU the two are XLA host devices, which JAX creates
-only when asked before it starts (`HOST_DEVICES_FLAG`; experiments.run restarts itself
-with it).
+only when asked before it starts (`HOST_DEVICES_FLAG`, with one more intra-op thread:
+`host_threads`; experiments.run restarts itself with both).
 
 One device (the default on a one-device machine) takes the single-device path
 unchanged: `Trainer.jit_init_seeds` and `jit_run_chunk_seeds`, no mesh.
@@ -34,6 +34,7 @@ unchanged: `Trainer.jit_init_seeds` and `jit_run_chunk_seeds`, no mesh.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +57,19 @@ ROLE_AXIS = "roles"
 HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 """The XLA flag that splits the CPU into host devices; read when JAX starts, which is
 at the first import of an env (gymnax builds arrays on import)."""
+HOST_THREADS_VARIABLE = "NPROC"
+"""The environment variable XLA's CPU client sizes its intra-op thread pool by (default:
+the cores), read when JAX starts."""
+
+
+def host_threads(devices: int) -> int:
+    """The intra-op threads for `devices` host devices: the cores, plus one for each
+    device beyond the first. Measured with `loop.overlap_teacher` on 2 cores: with the
+    pool at the core count the learner's device ran on 1.04 cores (one device: 1.34),
+    with one thread more on 1.41, bit for bit the same results
+    (docs/results/teacher_overhead.md). Our reading, not checked in XLA's source: a
+    device waiting in a collective holds a thread of the pool."""
+    return (os.cpu_count() or 1) + devices - 1
 
 
 def device_mesh(devices: int | None = None, axis: str = SEED_AXIS) -> Mesh:
@@ -128,7 +142,8 @@ class DeviceLayout:
                 raise ConfigError(
                     f"loop.overlap_teacher takes two devices; asked for {devices}, JAX "
                     f"sees {len(jax.devices())}. On CPU, start Python with "
-                    f"XLA_FLAGS={HOST_DEVICES_FLAG}=2 (experiments.run does it itself)"
+                    f"XLA_FLAGS={HOST_DEVICES_FLAG}=2 and {HOST_THREADS_VARIABLE}="
+                    f"{host_threads(2)} (experiments.run does it itself)"
                 )
             mesh = device_mesh(2, ROLE_AXIS)
             overlapped = trainer.with_teacher_beside(ROLE_AXIS)
