@@ -100,7 +100,8 @@ class LoopConfig:
     """Run the teacher's update on a second device, beside the agent's update: the two
     read the same rollout and not each other's result (`Trainer.with_teacher_beside`).
     On CPU the second device is a second XLA host device (experiments.run and
-    bench_teachers restart Python with `acl.devices.HOST_DEVICES_FLAG`), so a GMM
+    bench_teachers restart Python with `acl.devices.HOST_DEVICES_FLAG` and one intra-op
+    thread more, `acl.devices.host_threads`), so a GMM
     teacher's fits use the core training leaves idle (docs/results/teacher_overhead.md).
     Takes two devices and all seeds on each; not with `shard_envs`, nor with a teacher
     that evaluates the student after the agent's update (SFL). The metrics equal the

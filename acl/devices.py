@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
@@ -259,8 +258,7 @@ class DeviceLayout:
         trainer = self.trainer
 
         def train_iterations(seed: SeedCarry, first: jax.Array) -> SeedCarry:
-            steps = first + jnp.arange(iterations, dtype=jnp.int32)
-            return jax.lax.scan(trainer._iteration, seed, steps)[0]
+            return trainer.run_iterations(LoopCarry(first, seed), iterations)[0].seed
 
         axes = trainer.carry_axes.seed
         run = jax.vmap(train_iterations, in_axes=(axes, None), out_axes=axes)

@@ -241,13 +241,12 @@ class Trainer:
         one byte buffer: each collective is a rendezvous of the two devices, which costs
         more than the copy on XLA's CPU backend."""
         leaves, treedef = jax.tree.flatten(tree)
-        packed = jnp.concatenate([_to_bytes(x) for x in leaves])
-        received = jax.lax.all_gather(packed, self.role_axis)[device]
+        parts = [_to_bytes(x) for x in leaves]
+        received = jax.lax.all_gather(jnp.concatenate(parts), self.role_axis)[device]
         out, start = [], 0
-        for x in leaves:
-            size = _to_bytes(x).shape[0]
-            out.append(_from_bytes(received[start : start + size], x))
-            start += size
+        for x, part in zip(leaves, parts, strict=True):
+            out.append(_from_bytes(received[start : start + part.shape[0]], x))
+            start += part.shape[0]
         return jax.tree.unflatten(treedef, out)
 
     def _my_instances(self, x: jax.Array, axis: int = 0) -> jax.Array:
@@ -464,11 +463,17 @@ class Trainer:
         if self.role_axis is None:
             result = evaluation()
         else:
-            # The learner's student, slots and metrics, on both devices again.
-            result = self._from_device(self._on_device(LEARNER, evaluation), LEARNER)
-            learner = self._from_device((after.seed.agent_state, after.seed.slots), LEARNER)
-            after = after.replace(seed=after.seed.replace(agent_state=learner[0], slots=learner[1]))
-            stats["agent"] = self._from_device(stats["agent"], LEARNER)
+            # The learner's evaluation, student, slots and metrics, on both devices again.
+            result, agent_state, slots, stats["agent"] = self._from_device(
+                (
+                    self._on_device(LEARNER, evaluation),
+                    after.seed.agent_state,
+                    after.seed.slots,
+                    stats["agent"],
+                ),
+                LEARNER,
+            )
+            after = after.replace(seed=after.seed.replace(agent_state=agent_state, slots=slots))
         seed = after.seed
         sampled = result.sampled_returns
         iteration = after.iteration
