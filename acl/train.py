@@ -45,6 +45,11 @@ LEARNER, TEACHER = 0, 1
 """The devices of `Trainer.with_teacher_beside`'s role axis."""
 
 
+def _sample_key(key: jax.Array) -> jax.Array:
+    """The teacher's sampling key of the iteration whose loop key is `key`."""
+    return jax.random.split(key, 5)[1]
+
+
 def _to_bytes(x: jax.Array) -> jax.Array:
     """x's bytes, flat ([x.size * itemsize] uint8)."""
     if x.dtype == jnp.bool_:
@@ -72,6 +77,10 @@ class SeedCarry:
     reinit_every: jax.Array | None = None
     """int32 iterations between re-initialisations of the student (0: never), when the
     run gives it as data (`RunData`); constant over the run."""
+    drawn: Any = None
+    """With `loop.overlap_teacher`: the next iteration's (tasks, SampleInfo), drawn on the
+    teacher's device right after its update; None on the one-device loop, which draws
+    at the start of each iteration."""
 
 
 @struct.dataclass
@@ -214,10 +223,13 @@ class Trainer:
         not each other's result, so they can run at once: device LEARNER rolls out and
         updates the agent while device TEACHER updates the teacher (on CPU, a second host
         device is a second core, where a GMM teacher's fits then run). The rollout goes to
-        the teacher's device, the teacher's new state comes back, and both devices draw the
-        next tasks from it; the agent state reaches the teacher's device at each
-        evaluation. Each seed computes what the one-device loop computes, in a program
-        XLA fuses differently: equal up to float32 round-off (tests/test_overlap_teacher.py).
+        the teacher's device, which updates the teacher and at once draws the next
+        iteration's tasks (`SeedCarry.drawn`), with the key that iteration would draw
+        them with; only the tasks come back, so the learner never waits on `sample`. The
+        teacher's state reaches the learner's device at the end of `run_iterations`, the
+        agent state the teacher's device at each evaluation. Each seed computes what the
+        one-device loop computes, in a program XLA fuses differently: equal up to float32
+        round-off (tests/test_overlap_teacher.py).
         The teacher's update gets no `student` (it runs beside the agent's update, not
         after it)."""
         if self.env_axis is not None:
@@ -309,10 +321,28 @@ class Trainer:
         reinit_every = data.reinit_every
         if reinit_every is not None:
             reinit_every = jnp.asarray(reinit_every, jnp.int32)
+        drawn = None
+        if self.role_axis is not None:
+            teacher_state, tasks, info = self._draw(teacher_state, _sample_key(loop_key))
+            drawn = (tasks, info)
         return LoopCarry(
             iteration=jnp.zeros((), jnp.int32),
-            seed=SeedCarry(agent_state, teacher_state, slots, loop_key, reinit_every),
+            seed=SeedCarry(agent_state, teacher_state, slots, loop_key, reinit_every, drawn),
         )
+
+    @property
+    def tasks_per_draw(self) -> int:
+        """Tasks the teacher draws per iteration: the pool; one per (step, instance) slot
+        in episode mode; one per instance in batch mode."""
+        if self.task_pool is not None:
+            return self.task_pool
+        if self.config.loop.mode == "episode":
+            return self.num_steps * self.num_envs
+        return self.num_envs
+
+    def _draw(self, teacher_state, sample_key: jax.Array):
+        """(teacher state, tasks [tasks_per_draw, D], SampleInfo) of one iteration."""
+        return self.teacher.sample(teacher_state, sample_key, self.tasks_per_draw)
 
     def _reinit_due(self, seed: SeedCarry, iteration: jax.Array) -> jax.Array | None:
         """bool: the student is re-initialised after `iteration`; None: never (static)."""
@@ -326,25 +356,21 @@ class Trainer:
     def _iteration(self, seed: SeedCarry, iteration: jax.Array):
         key, sample_key, rollout_key, update_key, reinit_key = jax.random.split(seed.key, 5)
         teacher_state, slots = seed.teacher_state, seed.slots
+        if seed.drawn is None:
+            teacher_state, tasks, info = self._draw(teacher_state, sample_key)
+        else:
+            tasks, info = seed.drawn
         pool = next_tasks = next_train_on = None
         if self.task_pool is not None:
             # The k-th reset of the iteration takes pool entry k (acl.rollout.take_from_pool).
-            teacher_state, tasks, info = self.teacher.sample(
-                teacher_state, sample_key, self.task_pool
-            )
             pool = TaskPool(tasks, info.train_on)
         elif self.config.loop.mode == "episode":
             # One task per (step, instance): an instance that resets at step t takes [t, i].
-            n = self.num_steps * self.num_envs
-            teacher_state, tasks, info = self.teacher.sample(teacher_state, sample_key, n)
             next_tasks = self._my_instances(tasks.reshape(self.num_steps, self.num_envs, -1), 1)
             next_train_on = self._my_instances(
                 info.train_on.reshape(self.num_steps, self.num_envs), 1
             )
         else:
-            teacher_state, tasks, info = self.teacher.sample(
-                teacher_state, sample_key, self.num_envs
-            )
             reset_key, rollout_key = jax.random.split(rollout_key)
             slots = self._start_slots(reset_key, tasks, info)
 
@@ -405,19 +431,29 @@ class Trainer:
                 teacher_state, teacher_key, tasks, feedback, teacher_batch, iteration, student
             )
 
+        drawn = None
         if self.role_axis is None:
             agent_state, agent_metrics = update_agent()
             # The student after this update, for teachers that evaluate it (SFL).
             teacher_state = update_teacher(agent_state)
         else:
             agent_state, agent_metrics = self._on_device(LEARNER, update_agent)
-            teacher_state = self._on_device(
-                TEACHER, lambda: update_teacher(None), otherwise=teacher_state
+
+            def update_and_draw():
+                # The next iteration's draw, with the key it would take there: off the
+                # learner's path, which only waits for the tasks.
+                return self._draw(update_teacher(None), _sample_key(key))
+
+            # The learner's copy of the teacher's state goes stale until the chunk ends.
+            teacher_state, drawn_tasks, drawn_info = self._on_device(
+                TEACHER, update_and_draw, otherwise=(teacher_state, tasks, info)
             )
             # Both updates finish before the exchange: otherwise XLA may schedule the
-            # learner's wait for the teacher's state before the agent's update, in turn.
-            agent_state, teacher_state = jax.lax.optimization_barrier((agent_state, teacher_state))
-            teacher_state = self._from_device(teacher_state, TEACHER)
+            # learner's wait for the tasks before the agent's update, in turn.
+            agent_state, teacher_state, drawn = jax.lax.optimization_barrier(
+                (agent_state, teacher_state, (drawn_tasks, drawn_info))
+            )
+            drawn = self._from_device(drawn, TEACHER)
         # A real branch unless runs with different periods share a vmap.
         due = self._reinit_due(seed, iteration)
         if due is not None:
@@ -434,7 +470,8 @@ class Trainer:
             # The env's own columns: what the instances ran.
             "tasks": tasks[: self.tasks_per_iteration, : self.env_task_dim],
         }
-        return SeedCarry(agent_state, teacher_state, slots, key, seed.reinit_every), stats
+        carry = SeedCarry(agent_state, teacher_state, slots, key, seed.reinit_every, drawn)
+        return carry, stats
 
     def run_iterations(self, carry: LoopCarry, count: int) -> tuple[LoopCarry, dict]:
         """`count` loop iterations (rollout, teacher, agent update), no evaluation.
@@ -442,6 +479,8 @@ class Trainer:
         Returns the carry and per-iteration stats with a leading [count] axis."""
         iterations = carry.iteration + jnp.arange(count, dtype=jnp.int32)
         seed, stats = jax.lax.scan(self._iteration, carry.seed, iterations)
+        if self.role_axis is not None:
+            seed = seed.replace(teacher_state=self._from_device(seed.teacher_state, TEACHER))
         return LoopCarry(iteration=carry.iteration + count, seed=seed), stats
 
     def run_chunk(self, carry: LoopCarry) -> tuple[LoopCarry, ChunkMetrics]:
@@ -517,7 +556,8 @@ class Trainer:
 
     def carry_axes_for(self, data_axis: int | None) -> LoopCarry:
         """vmap axes with the run's `RunData` batched (0) or shared (None)."""
-        return LoopCarry(iteration=None, seed=SeedCarry(0, 0, 0, 0, data_axis))
+        drawn = 0 if self.role_axis is not None else None
+        return LoopCarry(iteration=None, seed=SeedCarry(0, 0, 0, 0, data_axis, drawn))
 
     def seed_keys(self, count: int | None = None) -> jax.Array:
         """Keys of seeds `config.seed`, `+ 1`, ...: `count` of them (None: num_seeds)."""
