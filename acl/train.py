@@ -80,7 +80,8 @@ class SeedCarry:
     drawn: Any = None
     """With `loop.overlap_teacher`: the next iteration's (tasks, SampleInfo), drawn on the
     teacher's device right after its update; None on the one-device loop, which draws
-    at the start of each iteration."""
+    at the start of each iteration. The teacher's state then already includes that draw:
+    a teacher whose `sample` advances its state (PLR) shows it in its snapshots."""
 
 
 @struct.dataclass

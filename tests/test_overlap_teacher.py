@@ -89,3 +89,19 @@ def test_the_teacher_beside_the_agent_computes_the_one_device_run(tmp_path):
         assert expected["has_fit"].all(), "every seed must have fitted by each evaluation"
         for key in expected.files:
             np.testing.assert_allclose(actual[key], expected[key], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["plr", "reverse"])
+def test_teachers_whose_draw_advances_their_state_run_beside_the_agent(tmp_path, name):
+    """The teacher's device draws the next tasks right after its update: PLR (a batch of
+    levels per iteration, its draw replays or fills its buffer) and the reverse curriculum
+    (a task pool) compute on two devices what they compute on one."""
+    from tests.golden import CONFIGS
+
+    config = tmp_path / f"{name}.yaml"
+    config.write_text(yaml.safe_dump(CONFIGS[name]))
+    run_script(config, tmp_path / "one")
+    run_script(config, tmp_path / "beside", "loop.overlap_teacher=true")
+    assert_same_seeds(metrics(tmp_path / "beside"), metrics(tmp_path / "one"))
+    assert_same_params(agent_params(tmp_path / "beside"), agent_params(tmp_path / "one"))
