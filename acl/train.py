@@ -29,7 +29,7 @@ import copy
 import dataclasses
 import inspect
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -45,9 +45,19 @@ LEARNER, TEACHER = 0, 1
 """The devices of `Trainer.with_teacher_beside`'s role axis."""
 
 
-def _sample_key(key: jax.Array) -> jax.Array:
-    """The teacher's sampling key of the iteration whose loop key is `key`."""
-    return jax.random.split(key, 5)[1]
+class IterationKeys(NamedTuple):
+    """The keys one iteration splits from its seed's loop key."""
+
+    following: jax.Array
+    """The next iteration's loop key."""
+    sample: jax.Array
+    rollout: jax.Array
+    update: jax.Array
+    reinit: jax.Array
+
+    @classmethod
+    def split(cls, key: jax.Array) -> IterationKeys:
+        return cls(*jax.random.split(key, 5))
 
 
 def _to_bytes(x: jax.Array) -> jax.Array:
@@ -324,7 +334,9 @@ class Trainer:
             reinit_every = jnp.asarray(reinit_every, jnp.int32)
         drawn = None
         if self.role_axis is not None:
-            teacher_state, tasks, info = self._draw(teacher_state, _sample_key(loop_key))
+            # Iteration 0's draw, with its key, as every later one is drawn: ahead.
+            first_sample_key = IterationKeys.split(loop_key).sample
+            teacher_state, tasks, info = self._draw(teacher_state, first_sample_key)
             drawn = (tasks, info)
         return LoopCarry(
             iteration=jnp.zeros((), jnp.int32),
@@ -338,7 +350,7 @@ class Trainer:
         if self.task_pool is not None:
             return self.task_pool
         if self.config.loop.mode == "episode":
-            return self.num_steps * self.num_envs
+            return self.steps_per_iteration
         return self.num_envs
 
     def _draw(self, teacher_state, sample_key: jax.Array):
@@ -355,7 +367,7 @@ class Trainer:
         return None
 
     def _iteration(self, seed: SeedCarry, iteration: jax.Array):
-        key, sample_key, rollout_key, update_key, reinit_key = jax.random.split(seed.key, 5)
+        key, sample_key, rollout_key, update_key, reinit_key = IterationKeys.split(seed.key)
         teacher_state, slots = seed.teacher_state, seed.slots
         if seed.drawn is None:
             teacher_state, tasks, info = self._draw(teacher_state, sample_key)
@@ -443,7 +455,7 @@ class Trainer:
             def update_and_draw():
                 # The next iteration's draw, with the key it would take there: off the
                 # learner's path, which only waits for the tasks.
-                return self._draw(update_teacher(None), _sample_key(key))
+                return self._draw(update_teacher(None), IterationKeys.split(key).sample)
 
             # The learner's copy of the teacher's state goes stale until the chunk ends.
             teacher_state, drawn_tasks, drawn_info = self._on_device(
