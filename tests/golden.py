@@ -8,9 +8,16 @@ asserts that every array is bit-identical to the recorded one.
     python -m tests.golden                     # check every teacher, listing what differs
     python -m tests.golden plr svgg            # check some
     python -m tests.golden --record plr        # re-record some (no names: all)
+    python -m tests.golden --add-cpu           # record this CPU's bytes beside the others
 
 Re-record only when a change is meant to alter a teacher's behaviour, and say why in the
-commit. A newly registered teacher needs a config in `CONFIGS` and a recorded fixture
+commit. A recording is bit-exact on the CPU it was made on only (tests/cpu_recordings.py):
+a check passes when the run equals the reference recording or another CPU's recording of
+the same code; `--record` replaces the reference and drops the other CPUs' recordings of
+those teachers, which no longer describe the code; `--add-cpu` adds this CPU's, and is
+right only on a commit whose reference recordings pass on their own CPU.
+
+A newly registered teacher needs a config in `CONFIGS` and a recorded fixture
 (tests/test_golden.py fails until it has both).
 
 Each run takes the public path: a config dict -> `acl.build.make_train`, its seed vmap
@@ -58,6 +65,7 @@ import jax
 import numpy as np
 
 from tests.compile_effort import FAST_COMPILE, compile_effort
+from tests.cpu_recordings import CPUS, recordings, this_cpu_path
 
 GOLDEN = Path(__file__).parent / "fixtures" / "golden"
 NOT_COMPARED = ("versions",)
@@ -336,16 +344,46 @@ def versions() -> np.ndarray:
     )
 
 
-def record(name: str) -> Path:
-    path = fixture_path(name)
+def record(name: str, add_cpu: bool = False) -> Path:
+    """Record `name`'s run: as the reference (dropping other CPUs' recordings, now stale),
+    or with `add_cpu` as this CPU's recording beside the reference."""
+    reference = fixture_path(name)
+    path = this_cpu_path(reference) if add_cpu else reference
+    if not add_cpu:
+        for stale in (GOLDEN / CPUS).glob(f"*/{name}.npz"):
+            stale.unlink()
     path.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(path, versions=versions(), **run(name))
     return path
 
 
-def load(name: str) -> dict[str, np.ndarray]:
-    with np.load(fixture_path(name)) as data:
+def _load(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path) as data:
         return {key: data[key] for key in data.files}
+
+
+def load(name: str) -> dict[str, np.ndarray]:
+    """The recording `check` reports against: this CPU's, else the reference."""
+    return _load(recordings(fixture_path(name))[0])
+
+
+def check(name: str) -> list[str]:
+    """[] when the run of `name` equals one of its recordings bit for bit; else what
+    differs from this CPU's recording (or the reference), with a version note."""
+    paths = recordings(fixture_path(name))
+    if not paths:
+        return [f"no recording of {name!r}: python -m tests.golden --record {name}"]
+    got = run(name)
+    first = None
+    for path in paths:
+        expected = _load(path)
+        problems = mismatches(expected, got)
+        if not problems:
+            return []
+        if first is None:
+            first = problems + ([version_note(expected)] if version_note(expected) else [])
+            first.append(f"(compared with {path.relative_to(GOLDEN)} of {len(paths)} recordings)")
+    return first
 
 
 def mismatches(expected: dict[str, np.ndarray], got: dict[str, np.ndarray]) -> list[str]:
@@ -383,6 +421,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="teachers (default: all of CONFIGS)")
     parser.add_argument("--record", action="store_true", help="re-record instead of checking")
+    parser.add_argument(
+        "--add-cpu",
+        action="store_true",
+        help="record this CPU's bytes beside the reference (the code unchanged)",
+    )
     args = parser.parse_args(argv)
     names = args.names or sorted(CONFIGS)
     unknown = sorted(set(names) - set(CONFIGS))
@@ -392,14 +435,11 @@ def main(argv: list[str] | None = None) -> int:
         )
     failed = 0
     for name in names:
-        if args.record:
-            path = record(name)
-            print(f"{name}: {path.stat().st_size / 1024:.1f} KiB")
+        if args.record or args.add_cpu:
+            path = record(name, add_cpu=args.add_cpu)
+            print(f"{name}: {path.relative_to(GOLDEN)}, {path.stat().st_size / 1024:.1f} KiB")
             continue
-        expected = load(name)
-        problems = mismatches(expected, run(name))
-        if problems and version_note(expected):
-            problems.append(version_note(expected))
+        problems = check(name)
         failed += bool(problems)
         print(f"{name}: {'ok' if not problems else 'DIFFERS'}")
         for line in problems:
