@@ -1,6 +1,6 @@
 """The composition root: a config becomes env, teacher and agent, and then a loop.
 
-    trainer = make_train(config)                  # acl.train.Trainer over built components
+    trainer = make_train(config)                  # acl.loop.train.Trainer over built components
     data = run_data(trainer)                      # what the config gives as data, or None
     carry = trainer.jit_init_seeds()(trainer.seed_keys(), data)
 
@@ -24,13 +24,13 @@ from acl.benchmark.challenges import (
     with_challenge,
 )
 from acl.config import ExperimentConfig, check_kwargs
-from acl.errors import ConfigError
-from acl.rollout import play
+from acl.core.errors import ConfigError
+from acl.core.spaces import task_bound
+from acl.loop.rollout import play
+from acl.loop.train import Components, RunData, Trainer
 from acl.teachers import TEACHERS
 from acl.teachers.base import RunContext, StudentSpec
-from acl.train import Components, RunData, Trainer
 from envs import ENVS
-from envs.spaces import task_bound
 
 
 def build_env(config: ExperimentConfig):

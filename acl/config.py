@@ -15,8 +15,8 @@ from typing import Any
 
 import yaml
 
-from acl.errors import ConfigError
-from acl.hparams import as_float, check_keys, did_you_mean, unknown_key
+from acl.core.errors import ConfigError
+from acl.core.hparams import as_float, check_keys, did_you_mean, unknown_key
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class LoopConfig:
     instance, i.e. all). Episodes beyond it are counted in `feedback_dropped`."""
     checkpoint_every: int = 1
     """Evaluations between checkpoints of the whole loop carry (0: none), saved with orbax
-    under the run directory's checkpoints/ for `--resume` (acl.checkpoint). A run stopped
+    under the run directory's checkpoints/ for `--resume` (acl.run.checkpoint). A run stopped
     by SIGINT, SIGTERM or its time limit saves one whatever this is."""
     keep_checkpoints: int = 2
     """How many of the newest checkpoints a run keeps."""
@@ -91,7 +91,7 @@ class LoopConfig:
     rollout and the pool does not apply."""
     shard_envs: bool = False
     """Split each seed's `num_envs` instances over the run's devices instead of its seeds
-    (acl.devices, docs/scaling.md): every device holds all seeds' agent and teacher
+    (acl.loop.devices, docs/scaling.md): every device holds all seeds' agent and teacher
     state, steps num_envs / devices instances of each, and the agent's update averages
     its gradients over devices. Each device draws its own random stream, so the run is
     not the one-device run's bit for bit. Needs an agent with an `axis_name` update
@@ -100,8 +100,8 @@ class LoopConfig:
     """Run the teacher's update on a second device, beside the agent's update: the two
     read the same rollout and not each other's result (`Trainer.with_teacher_beside`).
     On CPU the second device is a second XLA host device (experiments.run and
-    bench_teachers restart Python with `acl.devices.HOST_DEVICES_FLAG` and one intra-op
-    thread more, `acl.devices.host_threads`), so a GMM
+    bench_teachers restart Python with `acl.loop.devices.HOST_DEVICES_FLAG` and one intra-op
+    thread more, `acl.loop.devices.host_threads`), so a GMM
     teacher's fits use the core training leaves idle (docs/results/teacher_overhead.md).
     Takes two devices and all seeds on each; not with `shard_envs`, nor with a teacher
     that evaluates the student after the agent's update (SFL). The metrics equal the
@@ -122,7 +122,7 @@ class EvalConfig:
     """Seed of the test set and of evaluation resets (fixed, so evaluations are comparable)."""
     test_set: str | list = ""
     """A fixed level set the env provides instead of the task-space test set: a set's name
-    (e.g. the maze's "maze_held_out") or a list of level names (acl.evaluation.TEST_SETS).
+    (e.g. the maze's "maze_held_out") or a list of level names (acl.loop.evaluation.TEST_SETS).
     Its names label per-test-task metrics in metrics.csv and summary.json. "": none."""
     sampled_attempts: int = 0
     """Episodes per test task with actions sampled from the policy (the UED literature's

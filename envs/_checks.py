@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envs.errors import ConfigError
+from acl.core.errors import ConfigError
 
 
 def positive_int(value, field: str, allow_none: bool = True) -> int | None:

@@ -55,10 +55,10 @@ import jax
 import jax.numpy as jnp
 from gymnax.environments.classic_control.acrobot import Acrobot, EnvParams
 
+from acl.core.spaces import NON_NEGATIVE, POSITIVE, Box
 from envs._checks import positive_int
 from envs.base import GymnaxTaskEnv
 from envs.registry import ENVS
-from envs.spaces import NON_NEGATIVE, POSITIVE, Box
 
 _NAMES = ("link_mass_1", "link_mass_2", "torque")
 _UNITS = ("kg", "kg", "N m")

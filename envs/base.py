@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 from gymnax.environments import environment, spaces
 
-from envs.spaces import Box
+from acl.core.spaces import Box
 
 
 class TaskEnv:

@@ -33,11 +33,11 @@ import jax.numpy as jnp
 from flax import struct
 from gymnax.environments import spaces
 
+from acl.core.errors import ConfigError
+from acl.core.spaces import UNIT, Box
 from envs._checks import positive_int
 from envs.base import GoalTaskEnv
-from envs.errors import ConfigError
 from envs.registry import ENVS
-from envs.spaces import UNIT, Box
 
 
 @struct.dataclass

@@ -67,9 +67,10 @@ import numpy as np
 from flax import struct
 from gymnax.environments import spaces
 
+from acl.core.errors import ConfigError
+from acl.core.spaces import UNIT, Box
 from envs._checks import positive_int
 from envs.base import GoalTaskEnv, StartTaskEnv
-from envs.errors import ConfigError
 from envs.point_maze import (
     BOUNDARY,
     DEFAULT_TASKS,
@@ -80,7 +81,6 @@ from envs.point_maze import (
     StartGoalParams,
 )
 from envs.registry import ENVS
-from envs.spaces import UNIT, Box
 
 RADIUS = 0.03
 """Radius of the ball."""

@@ -50,10 +50,10 @@ from __future__ import annotations
 import jax
 from gymnax.environments.classic_control.cartpole import CartPole, EnvParams
 
+from acl.core.spaces import NON_NEGATIVE, POSITIVE, Box
 from envs._checks import positive_int
 from envs.base import GymnaxTaskEnv
 from envs.registry import ENVS
-from envs.spaces import NON_NEGATIVE, POSITIVE, Box
 
 _NAMES = ("pole_half_length", "pole_mass", "force_mag")
 _UNITS = ("m", "kg", "N")

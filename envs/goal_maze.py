@@ -68,11 +68,11 @@ import numpy as np
 from flax import struct
 from gymnax.environments import spaces
 
+from acl.core.errors import ConfigError
+from acl.core.spaces import UNIT, Box
 from envs._checks import positive_int
 from envs.base import GoalTaskEnv, PositionGoalObservation, StartTaskEnv
-from envs.errors import ConfigError
 from envs.registry import ENVS
-from envs.spaces import UNIT, Box
 
 LAYOUTS: dict[str, str] = {
     "u_maze": """

@@ -81,11 +81,11 @@ import numpy as np
 from flax import struct
 from gymnax.environments import spaces
 
+from acl.core.errors import ConfigError
+from acl.core.spaces import UNIT, Box
 from envs._checks import non_negative_int, positive_int
 from envs.base import TaskEnv
-from envs.errors import ConfigError
 from envs.registry import ENVS
-from envs.spaces import UNIT, Box
 
 LEFT, RIGHT, FORWARD = 0, 1, 2
 """The actions: MiniGrid's turn left, turn right, move forward."""

@@ -34,8 +34,8 @@ import jax.numpy as jnp
 from flax import struct
 from gymnax.environments import spaces
 
+from acl.core.errors import ConfigError
 from envs._checks import non_negative_int, positive_int
-from envs.errors import ConfigError
 from envs.maze import Maze, MazeParams
 
 DEFAULT_WALL_STEPS = 50

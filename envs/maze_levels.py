@@ -43,7 +43,7 @@ from importlib import resources
 
 import numpy as np
 
-from envs.errors import ConfigError
+from acl.core.errors import ConfigError
 from envs.maze import DEFAULT_SIZE, Level, MazeParams, stack_params
 from envs.registry import TEST_SETS
 

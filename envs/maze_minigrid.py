@@ -36,7 +36,7 @@ from minigrid.core.mission import MissionSpace  # noqa: E402
 from minigrid.core.world_object import Goal, Wall  # noqa: E402
 from minigrid.minigrid_env import MiniGridEnv  # noqa: E402
 
-from envs.errors import ConfigError  # noqa: E402
+from acl.core.errors import ConfigError  # noqa: E402
 from envs.maze import CHANNELS, DEFAULT_STEPS, DEFAULT_VIEW, Level, params_to_level  # noqa: E402
 
 LEVEL_ENV_IDS = (

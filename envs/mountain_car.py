@@ -52,10 +52,10 @@ from gymnax.environments.classic_control.continuous_mountain_car import (
     EnvParams,
 )
 
+from acl.core.spaces import NON_NEGATIVE, Box
 from envs._checks import positive_int
 from envs.base import GymnaxTaskEnv
 from envs.registry import ENVS
-from envs.spaces import NON_NEGATIVE, Box
 
 _NAMES = ("power", "gravity")
 _UNITS = ("position units / step^2", "position units / step^2")

@@ -68,10 +68,10 @@ import jax.numpy as jnp
 from gymnax.environments import spaces
 from gymnax.environments.classic_control.pendulum import EnvParams, Pendulum
 
+from acl.core.spaces import NON_NEGATIVE, POSITIVE, Box
 from envs._checks import positive_int
 from envs.base import GymnaxTaskEnv
 from envs.registry import ENVS
-from envs.spaces import NON_NEGATIVE, POSITIVE, Box
 
 _NAMES = ("mass", "length", "max_torque")
 _UNITS = ("kg", "m", "N m")

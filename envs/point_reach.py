@@ -62,11 +62,11 @@ import numpy as np
 from flax import struct
 from gymnax.environments import spaces
 
+from acl.core.errors import ConfigError
+from acl.core.spaces import Box
 from envs._checks import positive_int
 from envs.base import GoalTaskEnv
-from envs.errors import ConfigError
 from envs.registry import ENVS
-from envs.spaces import Box
 
 NUM_ACTIONS = 9
 MAX_DISTANCE = 2.0

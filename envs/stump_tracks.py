@@ -92,10 +92,10 @@ from flax import struct
 from gymnax.environments import spaces
 from jax2d.sim_state import SimParams, SimState
 
+from acl.core.spaces import NON_NEGATIVE, Box, Limit
 from envs._checks import positive_int
 from envs.base import TaskEnv
 from envs.registry import ENVS
-from envs.spaces import NON_NEGATIVE, Box, Limit
 from envs.walkers import (
     JAX2D_BASE_FRICTION,
     SCALE,

@@ -40,9 +40,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from acl.core.spaces import UNIT, Box
 from envs._checks import non_negative_int, positive_int
 from envs.registry import ENVS
-from envs.spaces import UNIT, Box
 
 
 @struct.dataclass

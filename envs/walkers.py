@@ -36,7 +36,7 @@ from jax2d.engine import PhysicsEngine
 from jax2d.scene import add_rectangle_to_scene, add_revolute_joint_to_scene
 from jax2d.sim_state import SimParams, SimState, StaticSimParams
 
-from envs.errors import ConfigError
+from acl.core.errors import ConfigError
 
 SCALE = 30.0
 """Pixels per world unit in TeachMyAgent; body sizes below are its pixels / SCALE."""

@@ -5,7 +5,7 @@
 
 Each device count runs in a process of its own, compiling and timing the loop's chunks
 (`iterations_per_chunk` iterations and an evaluation) of all seeds split over that many
-devices (acl.devices, as `experiments.run --devices`). On a CPU-only machine the devices
+devices (acl.loop.devices, as `experiments.run --devices`). On a CPU-only machine the devices
 are XLA host devices (`--xla_force_host_platform_device_count`, read when JAX starts,
 hence the processes): they share the machine's cores, so the figures show the cost of
 the split more than a speed-up. On a GPU machine they are the real GPUs (the counts
@@ -48,7 +48,7 @@ def worker(devices: int, overrides: list[str], seeds: int | None, repeats: int) 
     from acl.benchmark.timing import time_call
     from acl.build import make_train, run_data
     from acl.config import apply_overrides, parse_config
-    from acl.devices import DeviceLayout
+    from acl.loop.devices import DeviceLayout
 
     data = apply_overrides(CONFIG, overrides)
     if seeds is not None:

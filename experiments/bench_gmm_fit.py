@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from acl.results import format_table
+from acl.run.results import format_table
 from acl.teachers.gmm import fit_gmms
 
 POINTS, FEATURES, K_MIN, K_MAX = 150, 3, 2, 9

@@ -40,7 +40,7 @@ import numpy as np
 from gymnax.environments import spaces
 
 from acl.benchmark.timing import median_call, random_action_rollout, report, uniform_actions
-from acl.results import format_table, package_versions
+from acl.run.results import format_table, package_versions
 from envs.maze import NUM_ACTIONS, Maze
 from experiments.cli import add_overrides_argument, add_seeds_argument
 

@@ -10,7 +10,7 @@ For each batch size N (vmapped instances, tasks spread over the task space by a
 low-discrepancy sequence), one timed run is a `jax.lax.scan` of `steps` steps inside a
 single jit: uniformly random actions over the action space ([-1, 1]), `env.step`, and an
 auto-reset of the finished instances onto the same task, the way the training loop does it
-(acl/rollout.py): a fresh reset is computed for *every* instance at every step and picked
+(acl/loop/rollout.py): a fresh reset is computed for *every* instance at every step and picked
 with `jnp.where`, so its cost is part of the figure. Observations are summed into the
 output so none of the step is dead code. Compile time is measured apart; steps/s is the
 median (min, max) of `--repeats` runs.
@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from acl.benchmark.timing import random_action_rollout, uniform_actions
-from acl.results import package_versions, provenance
+from acl.run.results import package_versions, provenance
 from envs.stump_tracks import SOLVER_ITERATIONS, StumpTracks
 
 TARGET_STEPS_PER_SECOND = 1_000_000

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from acl.errors import ConfigError
+from acl.core.errors import ConfigError
 from experiments.cli import add_seeds_argument
 
 SUITES = {
@@ -62,7 +62,7 @@ def main(argv=None) -> int:
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    from acl.results import enable_compilation_cache
+    from acl.run.results import enable_compilation_cache
 
     enable_compilation_cache()
     out = Path(args.out or Path("runs") / f"benchmark_{suite.suite}")

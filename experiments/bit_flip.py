@@ -4,7 +4,7 @@
         [--budget STEPS] [--variants her dqn] [--no-early-stop]
         [--config experiments/configs/bit_flip_her.yaml] [--out runs/bit_flip]
 
-For each n, both variants run through the curriculum loop (`acl.train`, Random teacher:
+For each n, both variants run through the curriculum loop (`acl.loop.train`, Random teacher:
 uniform goals) from the base config, with num_bits = n and episodes of n steps; one
 loop iteration is one HER cycle (16 episodes, then 40 gradient steps). The seeds run
 as one vmap (`jit(vmap(run_chunk))`, chunk by chunk for the progress bar and wall
@@ -195,8 +195,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from acl.config import load_yaml
-    from acl.errors import ConfigError
-    from acl.results import enable_compilation_cache, format_table, provenance
+    from acl.core.errors import ConfigError
+    from acl.run.results import enable_compilation_cache, format_table, provenance
 
     base = load_yaml(args.config)
     try:

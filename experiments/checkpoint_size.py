@@ -3,7 +3,7 @@
     python -m experiments.checkpoint_size CONFIG [CONFIG ...] [--preset NAME] [--out FILE.json]
 
 For each config it builds the loop, initialises the carry of every seed, saves it as a
-run's checkpoint (acl.checkpoint) into a temporary directory and prints the raw bytes of
+run's checkpoint (acl.run.checkpoint) into a temporary directory and prints the raw bytes of
 its arrays beside the size on disk. The carry has the same arrays before and after
 training, so the raw bytes are those of every checkpoint of the run; the size on disk may
 differ a little once the arrays hold trained values (orbax compresses them).
@@ -20,9 +20,9 @@ import jax
 import numpy as np
 
 from acl.build import make_train, run_data
-from acl.checkpoint import Progress, RunCheckpoints
 from acl.config import load_config
-from acl.results import format_table
+from acl.run.checkpoint import Progress, RunCheckpoints
+from acl.run.results import format_table
 
 
 def folder_bytes(path: Path) -> int:

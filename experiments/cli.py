@@ -45,7 +45,7 @@ def restart_with_host_devices(module: str, count: int = 2) -> None:
     script's own entry (argv from the command line)."""
     import jax
 
-    from acl.devices import HOST_DEVICES_FLAG, HOST_THREADS_VARIABLE, host_threads
+    from acl.loop.devices import HOST_DEVICES_FLAG, HOST_THREADS_VARIABLE, host_threads
 
     restarted = "ACL_JAX_RESTARTED"  # once: a restart that did not take must not loop
     if len(jax.devices()) >= count or jax.default_backend() != "cpu":

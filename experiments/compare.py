@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from acl.results import RunDir, format_table, plot_learning_curves
+from acl.run.results import RunDir, format_table, plot_learning_curves
 
 
 def _key(summary: dict, taken: set[str]) -> str:

@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from acl.config import apply_overrides, load_yaml
-from acl.errors import ConfigError
-from acl.results import mean_se, provenance
+from acl.core.errors import ConfigError
+from acl.run.results import mean_se, provenance
 from experiments.cli import add_overrides_argument, add_seeds_argument
 
 if TYPE_CHECKING:  # jax, the trainer and matplotlib load lazily: `--help` stays fast
     import jax.stages
     from matplotlib.axes import Axes
 
-    from acl.train import Trainer
+    from acl.loop.train import Trainer
 
 
 def comparison_parser(
@@ -72,7 +72,7 @@ def write_comparison(
 def run_comparison(out: Path, data: dict, config, run, table, plot, **extra) -> None:
     """Run every method of `config` (`run(method) -> result dict`), print `table(results)`
     and write the outputs (`plot(results, path)`)."""
-    from acl.results import enable_compilation_cache
+    from acl.run.results import enable_compilation_cache
 
     enable_compilation_cache()
     results = [run(method) for method in config.methods]
@@ -126,7 +126,7 @@ def fixed_task_chunk(
     import jax
     import jax.numpy as jnp
 
-    from acl.evaluation import run_episodes
+    from acl.loop.evaluation import run_episodes
 
     env, agent = trainer.env, trainer.agent
     greedy_tasks = np.asarray(task)[None]

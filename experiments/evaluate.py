@@ -10,9 +10,9 @@ import jax
 import numpy as np
 
 from acl.config import parse_config
-from acl.errors import ConfigError
-from acl.evaluation import evaluate
-from acl.results import RunDir, format_table, mean_se
+from acl.core.errors import ConfigError
+from acl.loop.evaluation import evaluate
+from acl.run.results import RunDir, format_table, mean_se
 
 
 def evaluate_run(run_path: str, episodes_per_task: int | None = None) -> dict:

@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from acl.config import ComponentConfig, ExperimentConfig, parse_config
-from acl.errors import ConfigError
-from acl.results import format_table, mean_se
+from acl.core.errors import ConfigError
+from acl.run.results import format_table, mean_se
 from experiments.comparison import (
     CurvePanel,
     comparison_main,
@@ -89,7 +89,7 @@ def parse(data: dict) -> JSRLExperimentConfig:
 def make_trainer(config: JSRLExperimentConfig, method: str):
     """(Trainer, task [4], BFS distance of the task) for one method; no compilation."""
     from acl.build import build_components
-    from acl.train import Trainer, replace_config
+    from acl.loop.train import Trainer, replace_config
 
     if method == "scratch":
         teacher = ComponentConfig("fixed")

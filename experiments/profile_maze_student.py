@@ -51,7 +51,7 @@ def profile_parts(trainer, repeats: int) -> dict:
     """Milliseconds of each part of one iteration, for the trainer's first seed."""
     from acl.agents.recurrent_ppo import episode_starts
     from acl.benchmark.timing import uniform_actions
-    from acl.rollout import collect
+    from acl.loop.rollout import collect
 
     env, agent = trainer.env, trainer.agent
     n, steps = trainer.num_envs, trainer.num_steps
@@ -90,7 +90,7 @@ def profile_parts(trainer, repeats: int) -> dict:
 def profile_student(name: str, args: argparse.Namespace) -> dict:
     from acl.build import build_components
     from acl.config import load_config
-    from acl.train import Trainer
+    from acl.loop.train import Trainer
 
     overrides = list(args.overrides) + student_overrides(name)
     config = load_config(args.config, overrides, args.seeds)

@@ -322,7 +322,7 @@ def main(argv=None) -> int:
     from threadpoolctl import threadpool_limits
     from tqdm import tqdm
 
-    from acl.results import mean_se, provenance
+    from acl.run.results import mean_se, provenance
 
     parser = argparse.ArgumentParser(
         prog="python -m experiments.reference_teachers", description=__doc__

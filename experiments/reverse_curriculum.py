@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from acl.config import ComponentConfig, ExperimentConfig, parse_config
-from acl.errors import ConfigError
-from acl.results import format_table, mean_se
+from acl.core.errors import ConfigError
+from acl.run.results import format_table, mean_se
 from experiments.comparison import (
     CurvePanel,
     comparison_main,
@@ -126,8 +126,8 @@ def start_of(env, task: np.ndarray) -> np.ndarray:
 def make_trainer(config: ReverseCurriculumConfig, method: str):
     """(Trainer, env, hard task, its distance) for one method; no compilation."""
     from acl.build import build_components
+    from acl.loop.train import Components, Trainer, replace_config
     from acl.teachers import TEACHERS
-    from acl.train import Components, Trainer, replace_config
 
     base = replace_config(config.base, teacher=ComponentConfig("fixed"))
     components = build_components(base)

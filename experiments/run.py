@@ -4,8 +4,8 @@
 
 `--preset NAME` merges the config's `presets: {NAME: {...}}` section (e.g. a `cpu`
 budget) before the `--set` overrides. `--sweep` runs every combination of the swept
-numeric hyperparameters x seeds as one compiled program (acl.sweep); `--log` mirrors the
-run directory to TensorBoard or offline Weights & Biases (acl.loggers).
+numeric hyperparameters x seeds as one compiled program (acl.run.sweep); `--log` mirrors the
+run directory to TensorBoard or offline Weights & Biases (acl.run.loggers).
 
 Continue a run that was killed or stopped by --max-minutes: python -m experiments.run
 --resume RUN_DIR (its config is the run's own; only loop.checkpoint_every and
@@ -123,9 +123,9 @@ def parse_args(argv=None) -> argparse.Namespace:
 def sweep_main(args: argparse.Namespace) -> int:
     """`--sweep`: run_sweep, then its table."""
     from acl.config import load_config
-    from acl.errors import ConfigError
-    from acl.results import check_run_dir, enable_compilation_cache
-    from acl.sweep import SWEEP_FILE, format_sweep, parse_sweep, run_sweep
+    from acl.core.errors import ConfigError
+    from acl.run.results import check_run_dir, enable_compilation_cache
+    from acl.run.sweep import SWEEP_FILE, format_sweep, parse_sweep, run_sweep
 
     try:
         if args.max_minutes is not None:
@@ -153,7 +153,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     distributed = (args.coordinator, args.num_processes, args.process_id)
     if args.distributed or any(x is not None for x in distributed):
-        from acl.distributed import initialize_processes
+        from acl.run.distributed import initialize_processes
 
         try:
             initialize_processes(*distributed)
@@ -164,20 +164,20 @@ def main(argv=None) -> int:
         return sweep_main(args)
     from acl.build import build_components
     from acl.config import load_config
-    from acl.devices import device_mesh
-    from acl.distributed import writes_run_dir as is_writer
-    from acl.errors import ConfigError
-    from acl.experiment import task_names
-    from acl.loggers import close_all, make_loggers
-    from acl.results import check_run_dir, format_mean_se, format_table
-    from acl.train import Trainer
+    from acl.core.errors import ConfigError
+    from acl.loop.devices import device_mesh
+    from acl.loop.train import Trainer
+    from acl.run.distributed import writes_run_dir as is_writer
+    from acl.run.experiment import task_names
+    from acl.run.loggers import close_all, make_loggers
+    from acl.run.results import check_run_dir, format_mean_se, format_table
 
     try:
         minutes = args.max_minutes
         if minutes is not None and not (math.isfinite(minutes) and minutes >= 0):
             raise ConfigError(f"--max-minutes must be a finite number >= 0, got {minutes}")
         if args.resume is not None:
-            from acl.checkpoint import resume_config
+            from acl.run.checkpoint import resume_config
 
             out = Path(args.resume)
             config, warnings = resume_config(out, args.overrides, args.force)
@@ -197,9 +197,9 @@ def main(argv=None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
 
-    from acl.checkpoint import RunInterrupted
-    from acl.experiment import TrainingDiverged, run_experiment, time_limit_line
-    from acl.results import enable_compilation_cache
+    from acl.run.checkpoint import RunInterrupted
+    from acl.run.experiment import TrainingDiverged, run_experiment, time_limit_line
+    from acl.run.results import enable_compilation_cache
 
     enable_compilation_cache()
     try:

@@ -5,14 +5,14 @@ students of finished runs ("No Regrets", Rutherford et al. 2024): no retraining.
         [--levels 2000] [--episodes 10] [--key 0] [--baseline dr]
         [--regret-levels 1000] [--regret-steps 256] [--no-progress]
 
-Each RUN_DIR is a run directory (`acl.results`: config.yaml and agent_params.msgpack);
+Each RUN_DIR is a run directory (`acl.run.results`: config.yaml and agent_params.msgpack);
 its name labels it. For every seed's final student:
 
-- **Risk** (`acl.evaluation.sampled_risk`): `--levels` levels from the env's generator
+- **Risk** (`acl.loop.evaluation.sampled_risk`): `--levels` levels from the env's generator
   (or uniform over its task space), the same levels for every student (`--key`);
   `--episodes` episodes on each with sampled actions, ranked on one evaluation seed and
   measured on an independent one. Mean success and CVaR at 0.01, 0.1 and 0.5
-  (`acl.risk.cvar`), and the CVaR curve over alpha.
+  (`acl.core.risk.cvar`), and the CVaR curve over alpha.
 - **Regret diagnostic** (with `--regret-levels` > 0): another fixed sample of levels,
   each played for `--regret-steps` steps by one instance (the training rollout's
   length), scored as PLR scores it (`acl.teachers.plr.level_stats`: positive value loss,
@@ -36,7 +36,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from acl.errors import ConfigError
+from acl.core.errors import ConfigError
 
 SCORES = ("maxmc", "pvl")
 BATCH = 1000
@@ -56,7 +56,7 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float | None:
 def regret_scores(env, agent, agent_state, levels, key, steps: int) -> dict:
     """PLR's two regret approximations of each level [M, D] from one `steps`-step rollout
     per level: {"maxmc": [M], "pvl": [M]}. Jittable."""
-    from acl.rollout import play
+    from acl.loop.rollout import play
     from acl.teachers.plr import level_stats
 
     reset_key, rollout_key = jax.random.split(key)
@@ -73,7 +73,7 @@ the agent state an argument."""
 def regret_record(env, agent, state, levels, key, args) -> dict:
     """The diagnostic of one student: mean p, learnable share, and each score's rank
     correlation with p and with p (1 - p)."""
-    from acl.evaluation import jit_level_success
+    from acl.loop.evaluation import jit_level_success
 
     score_key, success_key = jax.random.split(key)
     scores = compiled_regret_scores(
@@ -112,9 +112,9 @@ def evaluate_run(run_dir: Path, args: argparse.Namespace, progress) -> list[dict
     """One record per seed of the run."""
     from acl.build import build_env
     from acl.config import parse_config
-    from acl.evaluation import sampled_risk
-    from acl.results import RunDir
-    from acl.risk import cvar_curve
+    from acl.core.risk import cvar_curve
+    from acl.loop.evaluation import sampled_risk
+    from acl.run.results import RunDir
     from envs.base import random_tasks
 
     run = RunDir(run_dir)
@@ -154,7 +154,7 @@ def evaluate_run(run_dir: Path, args: argparse.Namespace, progress) -> list[dict
 def summary_rows(results: dict[str, list[dict]], baseline: str | None) -> list[dict]:
     """Mean ± SE over seeds per run, Welch's p against the baseline run."""
     from acl.benchmark.report import welch_p
-    from acl.results import mean_se
+    from acl.run.results import mean_se
 
     def measures(records):
         return {
@@ -176,7 +176,7 @@ def summary_rows(results: dict[str, list[dict]], baseline: str | None) -> list[d
 
 def regret_rows(results: dict[str, list[dict]]) -> list[dict]:
     """Each correlation's mean ± SE over the students of each run, then over all."""
-    from acl.results import mean_se
+    from acl.run.results import mean_se
 
     keys = [f"rho_{s}_{t}" for s in SCORES for t in ("p", "learnability")]
     groups = {
@@ -217,7 +217,7 @@ def markdown(rows: list[dict]) -> str:
 
 
 def plot(results: dict[str, list[dict]], path: Path, title: str) -> None:
-    from acl.risk import plot_cvar_curves
+    from acl.core.risk import plot_cvar_curves
 
     curves = {
         label: (np.asarray(records[0]["curve_alphas"]), np.asarray([r["curve"] for r in records]))
@@ -258,7 +258,7 @@ def main(argv=None) -> int:
     from tqdm import tqdm
 
     from acl.config import parse_config
-    from acl.results import RunDir
+    from acl.run.results import RunDir
 
     args = parse_args(argv)
     runs = [Path(r) for r in args.runs]

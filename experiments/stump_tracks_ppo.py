@@ -7,7 +7,7 @@ seeds and compare the training return early and late in the run.
         --total-env-steps 250000 --budget-minutes 8      # 2 CPU cores: ~9 minutes in all
     python -m experiments.stump_tracks_ppo --set agent.ent_coef=0.001 --total-env-steps 1e6
 
-The run uses the library's curriculum loop (`acl.train.Trainer`, Fixed teacher on the
+The run uses the library's curriculum loop (`acl.loop.train.Trainer`, Fixed teacher on the
 env's default task (0, 6), all seeds in one vmap) but skips the test-set evaluations: it
 records, per PPO update and seed, the mean return of the episodes that ended during the
 update's rollout. It reports, per seed, the mean training return over the first and the
@@ -19,7 +19,7 @@ OUT (default runs/stump_tracks_ppo):
   summary.json        statistics, timings, throughput, projection, per-update curves
   learning_curve.png  per-update training return per seed, and the mean
   config.yaml, provenance.json, agent_params.msgpack
-                      the run directory's checkpoint (acl.results.RunDir): the resolved
+                      the run directory's checkpoint (acl.run.results.RunDir): the resolved
                       config and the final agent state of every seed
 
 `load_policy(OUT)` rebuilds the deterministic policy `policy(obs, key) -> action` of the best
@@ -101,7 +101,7 @@ def learning_statistics(
             for i in range(seeds)
         ]
     )
-    from acl.results import mean_se
+    from acl.run.results import mean_se
 
     diff = last - first
     finite = diff[np.isfinite(diff)]
@@ -134,8 +134,8 @@ def resolve_config(
     Returns (config, updates_per_call, calls). Evaluations on the test set are not used:
     `loop.eval_every` is set to the whole run."""
     from acl.config import load_config
-    from acl.errors import ConfigError
-    from acl.train import replace_config
+    from acl.core.errors import ConfigError
+    from acl.loop.train import replace_config
 
     config = load_config(path, overrides, num_seeds)
     loop = config.loop
@@ -186,7 +186,7 @@ def final_evaluation(trainer, agent_state, episodes: int, seed: int = 0) -> np.n
     import jax
     import jax.numpy as jnp
 
-    from acl.evaluation import run_episodes
+    from acl.loop.evaluation import run_episodes
 
     env, agent = trainer.env, trainer.agent
     tasks = jnp.broadcast_to(env.task_space.default_task, (episodes, env.task_space.dim))
@@ -302,10 +302,10 @@ def train(
 
 def save_checkpoint(out: Path, config, agent_state) -> None:
     """The run directory's checkpoint: config.yaml (+ provenance.json) and every seed's final
-    agent state, the format `acl.results.RunDir` reads back."""
+    agent state, the format `acl.run.results.RunDir` reads back."""
     import jax
 
-    from acl.results import RunDir
+    from acl.run.results import RunDir
 
     run_dir = RunDir(out)
     run_dir.write_config(config.to_dict(), [config.seed + i for i in range(config.num_seeds)])
@@ -317,7 +317,7 @@ def load_agent(run_dir: str | Path, seed_index: int | None = None):
     script; None: the best seed (summary.json's best_seed_index)."""
     from acl.build import build_components
     from acl.config import parse_config
-    from acl.results import RunDir
+    from acl.run.results import RunDir
 
     run = RunDir(run_dir)
     config = parse_config(run.read_config_dict())
@@ -415,8 +415,8 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from acl.errors import ConfigError
-    from acl.results import enable_compilation_cache, format_table, mean_se, provenance
+    from acl.core.errors import ConfigError
+    from acl.run.results import enable_compilation_cache, format_table, mean_se, provenance
 
     path = Path(args.config)
     if not path.exists() and (ROOT / path).exists():

@@ -17,7 +17,7 @@ uniform_box and its difference from random_goal in standard errors.
 The metric, every `eval_every` env steps, is *success coverage*: the share
 of a fixed grid of valid goals (`PointMaze.goal_grid(coverage_grid)`) that the greedy
 policy reaches, one deterministic episode each from the default start
-(`acl.evaluation.success_coverage`). Per goal successes are kept too, for the map.
+(`acl.loop.evaluation.success_coverage`). Per goal successes are kept too, for the map.
 
 `--recovery`: after `recovery.at` of the run's evaluation periods the maze changes to
 `recovery.walls` (by default a wall is added across the U's lower corridor, leaving a
@@ -44,8 +44,8 @@ from pathlib import Path
 import numpy as np
 
 from acl.config import ComponentConfig, ExperimentConfig, parse_config
-from acl.errors import ConfigError
-from acl.results import format_table, mean_se
+from acl.core.errors import ConfigError
+from acl.run.results import format_table, mean_se
 from experiments.comparison import (
     comparison_data,
     comparison_parser,
@@ -135,7 +135,7 @@ def parse(data: dict) -> SVGGExperimentConfig:
 
 
 def _env_config(config: SVGGExperimentConfig, walls) -> ExperimentConfig:
-    from acl.train import replace_config
+    from acl.loop.train import replace_config
 
     base = replace_config(config.base, teacher=ComponentConfig("fixed"))
     if walls is None:
@@ -150,8 +150,8 @@ def make_trainer(config: SVGGExperimentConfig, method: str, walls=None):
     maze's default task kept: same start, and the same coverage episodes); no
     compilation."""
     from acl.build import build_components, run_context
+    from acl.loop.train import Components, Trainer
     from acl.teachers import TEACHERS
-    from acl.train import Components, Trainer
 
     base = _env_config(config, walls)
     components = build_components(base)
@@ -183,13 +183,13 @@ def teacher_config(config: SVGGExperimentConfig, method: str) -> tuple[str, dict
 def chunk_fn(trainer, env):
     """jit(vmap(chunk)) over seeds, called as chunk(carry, goals [M, 2]):
     `iterations_per_chunk` iterations, then success on every coverage goal (greedy, one
-    episode each from the default start; `acl.evaluation.goal_success`, whose mean is
+    episode each from the default start; `acl.loop.evaluation.goal_success`, whose mean is
     the success coverage). The goals are an argument, not a constant: XLA would
     otherwise spend seconds constant-folding their mapping onto valid positions."""
     import jax
     import jax.numpy as jnp
 
-    from acl.evaluation import goal_success
+    from acl.loop.evaluation import goal_success
 
     agent = trainer.agent
     base = np.asarray(env.task_space.default_task)

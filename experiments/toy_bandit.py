@@ -24,8 +24,8 @@ import numpy as np
 
 from acl.benchmark.toy_bandit import run_toy_bandit
 from acl.config import apply_overrides
-from acl.errors import ConfigError
-from acl.results import mean_se, provenance
+from acl.core.errors import ConfigError
+from acl.run.results import mean_se, provenance
 from acl.teachers import TEACHERS
 from envs.toy_bandit import ToyBandit
 from experiments.cli import add_overrides_argument, add_seeds_argument

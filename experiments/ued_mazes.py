@@ -26,7 +26,7 @@ check of the published setting.
 
 Each method runs its own config, `experiments/configs/maze_<method>.yaml` (with the
 preset and `--set` overrides), into `<out>/<method>/`, a normal run directory
-(`acl.results`). The table is the final evaluation's solve rate with *sampled* actions
+(`acl.run.results`). The table is the final evaluation's solve rate with *sampled* actions
 (10 attempts per maze, the literature's protocol) on each held-out maze, mean ± SE over
 seeds, and the mean over the published seven (dcd's SixteenRooms, Labyrinth, Labyrinth2,
 Maze, Maze2, SimpleCrossing, SmallCorridor), beside the published means (25 walls,
@@ -42,8 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
-from acl.errors import ConfigError
-from acl.results import format_table, mean_se
+from acl.core.errors import ConfigError
+from acl.run.results import format_table, mean_se
 from envs.maze_levels import PLR_EVALUATION
 from experiments.cli import add_overrides_argument, add_seeds_argument
 
@@ -318,8 +318,8 @@ def plot(records: list[dict], path: Path) -> None:
 def run_method(method: str, args: argparse.Namespace, out: Path) -> None:
     from acl.build import build_components
     from acl.config import load_config
-    from acl.experiment import run_experiment, time_limit_line
-    from acl.train import Trainer
+    from acl.loop.train import Trainer
+    from acl.run.experiment import run_experiment, time_limit_line
 
     config = load_config(config_path(method, args.suite), args.overrides, args.seeds, args.preset)
     trainer = Trainer(config, build_components(config))
@@ -385,7 +385,7 @@ def main(argv=None) -> int:
     if not args.table_only:
         from acl.build import build_components
         from acl.config import load_config
-        from acl.results import enable_compilation_cache
+        from acl.run.results import enable_compilation_cache
 
         try:
             for method in methods:  # every config error before any compilation

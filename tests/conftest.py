@@ -11,7 +11,7 @@ def pytest_configure(config):
     # Many tests compile the same small programs (the tiny loop, one teacher's update):
     # JAX's persistent cache turns every repeat, within a run and across xdist workers,
     # into a read. ACL_JAX_CACHE points it elsewhere (a fresh dir measures a cold run).
-    from acl.results import enable_compilation_cache
+    from acl.run.results import enable_compilation_cache
 
     enable_compilation_cache()
     if "not slow" in (config.getoption("markexpr") or ""):

@@ -38,8 +38,8 @@ def first_update(out: Path) -> None:
     from jax.sharding import PartitionSpec
 
     from acl.build import make_train
-    from acl.devices import ENV_AXIS, device_mesh
-    from acl.rollout import collect, start_slots
+    from acl.loop.devices import ENV_AXIS, device_mesh
+    from acl.loop.rollout import collect, start_slots
     from tests.conftest import tiny_config
 
     n = 8

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 from flax import struct
 from gymnax.environments import spaces
 
-from acl.spaces import Box
+from acl.core.spaces import Box
 from envs.base import TaskEnv
 
 

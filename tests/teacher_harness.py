@@ -35,10 +35,11 @@ import numpy as np
 from flax import struct
 
 from acl.agents import AGENTS
-from acl.agents.common import Transition, ValueSpec
-from acl.spaces import Box
+from acl.agents.common import ValueSpec
+from acl.core.spaces import Box
+from acl.core.types import Feedback, SampleInfo, Transition
 from acl.teachers import TEACHERS
-from acl.teachers.base import Feedback, RunContext, SampleInfo, Teacher
+from acl.teachers.base import RunContext, Teacher
 
 SPACE = Box(low=(-1.0, 0.0, 10.0), high=(1.0, 5.0, 20.0), names=("a", "b", "c"))
 

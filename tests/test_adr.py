@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from acl.errors import ConfigError
+from acl.core.errors import ConfigError
 from acl.teachers import TEACHERS
 from acl.teachers.adr import HIGH, LOW
 from acl.teachers.base import RunContext

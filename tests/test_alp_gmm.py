@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 from acl.benchmark.toy_bandit import run_toy_bandit
-from acl.errors import ConfigError
-from acl.spaces import Box
+from acl.core.errors import ConfigError
+from acl.core.ring import ring_init, ring_push
+from acl.core.spaces import Box
 from acl.teachers import TEACHERS
-from acl.teachers.alp import MIN_POINTS, empirical_alp, ring_init, ring_push
+from acl.teachers.alp import MIN_POINTS, empirical_alp
 from acl.teachers.alp_gmm import ALPGMMTeacher, make_alp_gmm
 from acl.teachers.gmm import GMM, gmm_log_prob
 from acl.teachers.random import RandomTeacher

@@ -21,8 +21,8 @@ from acl.benchmark.runner import (
     parse_suite,
     run_suite,
 )
-from acl.checkpoint import RunCheckpoints
-from acl.errors import ConfigError
+from acl.core.errors import ConfigError
+from acl.run.checkpoint import RunCheckpoints
 from tests.compile_effort import compile_effort
 from tests.conftest import TINY
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from gymnax.environments import spaces
 
-from acl.errors import ConfigError
+from acl.core.errors import ConfigError
 from envs import ENVS, make_env
 from envs.base import GoalTaskEnv
 from envs.bit_flip import BitFlip

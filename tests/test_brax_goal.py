@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from acl.config import load_yaml, parse_config
-from acl.errors import ConfigError
+from acl.core.errors import ConfigError
 from envs.base import GoalTaskEnv, StartTaskEnv
 from envs.brax_goal import RADIUS, WALL_HALF_THICKNESS, BraxGoal, box_distance
 from envs.registry import make_env

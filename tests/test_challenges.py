@@ -22,10 +22,10 @@ from acl.benchmark.challenges import (
     with_challenge,
 )
 from acl.build import build_components, challenge_data, make_train
-from acl.errors import ConfigError
-from acl.spaces import Box
-from acl.teachers.base import default_info
-from acl.train import Components, Trainer
+from acl.core.errors import ConfigError
+from acl.core.spaces import Box
+from acl.core.types import default_info
+from acl.loop.train import Components, Trainer
 from envs import make_env
 from tests.conftest import tiny_config
 

@@ -16,9 +16,9 @@ import yaml
 
 # The CLI imports the library lazily; importing it here keeps gymnax's import-time
 # constants (it builds jnp arrays at import) out of the compile counts below.
-import acl.train  # noqa: F401
+import acl.loop.train  # noqa: F401
 from acl.config import load_config
-from acl.results import SUMMARY_KEYS
+from acl.run.results import SUMMARY_KEYS
 from experiments import evaluate as evaluate_cli
 from experiments import run as run_cli
 from tests.conftest import TINY
@@ -85,8 +85,8 @@ def test_evaluate_reproduces_the_final_figure(finished_run):
 
 
 def test_run_dir_loads_the_saved_agents_and_refuses_other_spaces(finished_run, tmp_path):
-    from acl.errors import ConfigError
-    from acl.results import RunDir
+    from acl.core.errors import ConfigError
+    from acl.run.results import RunDir
     from envs import make_env
 
     run = RunDir(finished_run)

@@ -13,7 +13,7 @@ import pytest
 
 from experiments import run as run_cli
 
-# test_cli's compile listener, and its import of acl.train that keeps gymnax's
+# test_cli's compile listener, and its import of acl.loop.train that keeps gymnax's
 # import-time jnp constants out of the counts.
 from tests.test_cli import count_compilations, write_tiny
 

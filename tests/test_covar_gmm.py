@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from sklearn.mixture import GaussianMixture
 
-from acl.errors import ConfigError
-from acl.spaces import Box
+from acl.core.errors import ConfigError
+from acl.core.spaces import Box
 from acl.teachers import TEACHERS
 from acl.teachers.covar_gmm import make_covar_gmm
 from experiments import reference_teachers as ref

@@ -1,4 +1,4 @@
-"""Seeds over devices (acl.devices, `--devices`): a seed's result does not depend on the
+"""Seeds over devices (acl.loop.devices, `--devices`): a seed's result does not depend on the
 seeds beside it, so a run split over 4 devices, padded or not, gives every seed the
 metrics of the one-device run.
 
@@ -20,9 +20,9 @@ import pytest
 from flax import serialization
 from jax.sharding import PartitionSpec
 
-from acl.devices import axes_to_specs, padded_count
-from acl.results import AGENT_FILE
-from acl.train import LoopCarry, SeedCarry
+from acl.loop.devices import axes_to_specs, padded_count
+from acl.loop.train import LoopCarry, SeedCarry
+from acl.run.results import AGENT_FILE
 from experiments import run as run_cli
 from tests.conftest import TINY, once_per_session
 from tests.devices_runs import DEVICES, RUNS
@@ -208,7 +208,7 @@ def test_sharded_envs_run_feeds_the_teacher_every_devices_episodes(runs):
 def test_shard_envs_refuses_what_it_cannot_split(changes, message):
     from acl.build import make_train
     from acl.config import parse_config
-    from acl.errors import ConfigError
+    from acl.core.errors import ConfigError
 
     trainer = make_train(parse_config({**TINY, **changes}))
     with pytest.raises(ConfigError, match=message):

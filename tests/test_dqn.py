@@ -11,9 +11,9 @@ from acl.agents import AGENTS
 from acl.agents.dqn import DQN, greedy_success_rate, make_dqn
 from acl.build import make_train
 from acl.config import parse_config
-from acl.errors import ConfigError
+from acl.core.errors import ConfigError
+from acl.loop.train import Components, Trainer
 from acl.teachers.random import RandomTeacher
-from acl.train import Components, Trainer
 from envs.bit_flip import BitFlip
 from tests.conftest import tiny_config
 from tests.probe_envs import MatchTargetDiscrete, MatchTargetOneHot

@@ -11,7 +11,7 @@ import pytest
 from gymnax.environments import spaces
 
 import envs
-from acl.errors import ConfigError
+from acl.core.errors import ConfigError
 from envs import scripted
 from envs.registry import ENVS, make_env
 

@@ -9,9 +9,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from acl.spaces import Box
+from acl.core.spaces import Box
+from acl.core.types import Feedback
 from acl.teachers import TEACHERS
-from acl.teachers.base import Feedback, RunContext
+from acl.teachers.base import RunContext
 
 UNIT_2D = Box(low=(0.0, 0.0), high=(1.0, 1.0), names=("x", "y"))
 SMALL = dict(

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import envs
-from acl.errors import ConfigError
+from acl.core.errors import ConfigError
 from envs.base import GoalTaskEnv
 from envs.goal_maze import GoalMaze, GoalMazeParams
 from envs.registry import make_env

@@ -9,7 +9,7 @@ import pytest
 
 from acl.agents.her import sample_her
 from acl.agents.replay import buffer_init, buffer_insert, empty_episode
-from acl.errors import ConfigError
+from acl.core.errors import ConfigError
 from envs.bit_flip import BitFlip
 
 # n = 3, goal 111, start 000, actions flip bit 0, 1, 1:

@@ -1,4 +1,4 @@
-"""acl.hparams: one declaration per hyperparameter gives validation, config keys,
+"""acl.core.hparams: one declaration per hyperparameter gives validation, config keys,
 unknown-key errors and the docs table."""
 
 from __future__ import annotations
@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 from flax import struct
 
-from acl import hparams, hparams_docs
+from acl import hparams_docs
 from acl.agents import AGENTS
 from acl.config import check_kwargs, config_keys, parse_config
-from acl.errors import ConfigError
-from acl.hparams import hparam, nested
-from acl.spaces import Box
+from acl.core import hparams
+from acl.core.errors import ConfigError
+from acl.core.hparams import hparam, nested
+from acl.core.spaces import Box
 from acl.teachers import TEACHERS
 from acl.teachers.base import RunContext, class_factory
 from envs import ENVS
@@ -173,7 +174,7 @@ def test_documented_teacher_defaults_are_what_the_factory_builds(name):
     "name", ["dr", "plr", "robust_plr", "accel", "svgg", "random_goal", "paired"]
 )
 def test_documented_defaults_of_env_teachers_are_what_the_factory_builds(name):
-    from acl.rollout import play
+    from acl.loop.rollout import play
     from acl.teachers.paired import PAIREDOptions
     from envs.goal_maze import GoalMaze
     from envs.maze import Maze

@@ -14,46 +14,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PREFIX = "importlinter:contract:"
-REQUIRED = (
-    "envs-below-acl",
-    "agents-below-loop",
-    "teachers-below-loop",
-    "loop-knows-no-teacher",
-    "library-below-experiments",
-)
-"""Issue 21's contracts: removing one from setup.cfg fails here, not silently."""
+REQUIRED = ("layers", "acl-layers-exhaustive", "no-cycles")
+"""The architecture's contracts (docs/design.md): removing one from setup.cfg fails here."""
 VIOLATIONS = {
-    "envs-below-acl": ("envs/toy_bandit.py", "import acl"),
-    "agents-below-loop": ("acl/agents/replay.py", "import acl.evaluation"),
-    "teachers-below-loop": ("acl/teachers/riac.py", "import envs.maze"),
-    "loop-knows-no-teacher": ("acl/rollout.py", "import acl.teachers.plr"),
-    "library-below-experiments": ("acl/results.py", "import experiments"),
+    "layers": ("acl/agents/replay.py", "import acl.loop.evaluation", "acl.agents.replay ->"),
+    "no-cycles": ("envs/base.py", "import envs.cartpole", "No cycles are allowed in envs."),
 }
-"""One forbidden import per required contract, appended to a copy of the tree."""
-
-
-def forbidden(setup_cfg: Path, contract: str) -> set[str]:
-    config = configparser.ConfigParser()
-    config.read(setup_cfg)
-    return set(config[PREFIX + contract]["forbidden_modules"].split())
-
-
-def modules(package: str, keep: tuple[str, ...] = ()) -> set[str]:
-    """The package and its modules, as dotted names, less `keep` (module stems)."""
-    folder = ROOT / package.replace(".", "/")
-    names = {p.stem for p in folder.glob("*.py") if p.stem != "__init__"} - set(keep)
-    return {package} | {f"{package}.{name}" for name in names}
-
-
-def test_module_by_module_contracts_list_every_module():
-    # These contracts name modules one by one (as_packages = False, so that envs.base and
-    # acl.teachers.base stay allowed): a new env, teacher or benchmark module must join them.
-    setup_cfg = ROOT / "setup.cfg"
-    shared = ("base", "spaces", "errors", "registry")
-    assert modules("envs", shared) <= forbidden(setup_cfg, "teachers-below-loop")
-    assert modules("acl.benchmark") <= forbidden(setup_cfg, "teachers-below-loop")
-    assert modules("acl.teachers", ("base",)) <= forbidden(setup_cfg, "loop-knows-no-teacher")
-    assert modules("acl.benchmark") <= forbidden(setup_cfg, "loop-knows-no-teacher")
+"""One forbidden import per contract, appended to a copy of the tree, and what the
+report then names."""
+STRAY = "acl/stray.py"
+"""A module of acl in no layer, added to the copy: the exhaustive contract must fail."""
 
 
 def lint_imports() -> str:
@@ -96,13 +66,15 @@ def test_contracts_catch_forbidden_imports(tmp_path):
     for package in ("acl", "envs", "experiments"):
         shutil.copytree(ROOT / package, tmp_path / package, ignore=not_source)
     shutil.copy(ROOT / "setup.cfg", tmp_path)
-    for file, line in VIOLATIONS.values():
+    for file, line, _ in VIOLATIONS.values():
         with open(tmp_path / file, "a") as f:
             f.write(f"\n{line}  # noqa\n")
+    (tmp_path / STRAY).write_text("import acl.core.errors  # noqa\n")
     proc = run(tmp_path)
     assert proc.returncode != 0, proc.stdout
     names = contracts(tmp_path / "setup.cfg")
-    for contract, (file, _) in VIOLATIONS.items():
-        module = file.removesuffix(".py").replace("/", ".")
+    for contract, (_, _, named) in VIOLATIONS.items():
         assert f"{names[contract]} BROKEN" in proc.stdout, proc.stdout
-        assert f"{module} ->" in proc.stdout, proc.stdout
+        assert named in proc.stdout, proc.stdout
+    assert f"{names['acl-layers-exhaustive']} BROKEN" in proc.stdout, proc.stdout
+    assert "acl.stray" in proc.stdout, proc.stdout

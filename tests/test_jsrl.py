@@ -9,12 +9,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from acl.agents.common import Transition
 from acl.agents.ppo import PPOExtras, make_ppo
-from acl.errors import ConfigError
-from acl.rollout import collect, start_slots
+from acl.core.errors import ConfigError
+from acl.core.types import Feedback, Transition
+from acl.loop.rollout import collect, start_slots
 from acl.teachers import TEACHERS
-from acl.teachers.base import Feedback
 from acl.teachers.jsrl import (
     GuidedActor,
     GuidedExtras,
@@ -387,7 +386,7 @@ def test_oracle_guide_follows_shortest_paths_and_its_noise_is_uniform():
 
 def test_saved_agent_guide_plays_the_saved_greedy_policy(tmp_path):
     from acl.build import make_train
-    from acl.results import RunDir
+    from acl.run.results import RunDir
     from tests.conftest import tiny_config
 
     config = tiny_config(env={"name": "goal_maze", "max_episode_steps": 12})

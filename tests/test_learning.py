@@ -9,8 +9,8 @@ import pytest
 
 from acl.build import make_train
 from acl.config import load_config, parse_config
-from acl.evaluation import run_episodes
-from acl.train import Trainer
+from acl.loop.evaluation import run_episodes
+from acl.loop.train import Trainer
 
 pytestmark = pytest.mark.slow
 

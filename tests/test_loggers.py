@@ -1,4 +1,4 @@
-"""Experiment loggers (acl.loggers): what TensorBoard gets equals metrics.csv; a backend
+"""Experiment loggers (acl.run.loggers): what TensorBoard gets equals metrics.csv; a backend
 that is not installed is a one-line error naming the extra."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from acl.errors import ConfigError
-from acl.loggers import TENSORBOARD_DIR, make_loggers
+from acl.core.errors import ConfigError
+from acl.run.loggers import TENSORBOARD_DIR, make_loggers
 from experiments import run as run_cli
 from tests.conftest import tiny_config
 from tests.test_cli import count_compilations, write_tiny

@@ -1,4 +1,4 @@
-"""The loop (acl/train.py, acl/rollout.py) knows no teacher: it never asks a teacher what
+"""The loop (acl/loop/) knows no teacher: it never asks a teacher what
 it can do, imports nothing of the benchmark, and of the teachers only their contract."""
 
 from __future__ import annotations
@@ -9,9 +9,7 @@ from pathlib import Path
 
 import pytest
 
-LOOP = [
-    Path(__file__).resolve().parent.parent / "acl" / name for name in ("train.py", "rollout.py")
-]
+LOOP = sorted((Path(__file__).resolve().parent.parent / "acl" / "loop").glob("*.py"))
 TEACHER_WORDS = re.compile(r"guide|reads_rollout|needs_env|needs_student|with_prior")
 """Names of the teacher capabilities the loop used to branch on."""
 

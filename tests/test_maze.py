@@ -22,7 +22,7 @@ import pytest
 from PIL import Image
 
 import envs
-from acl.errors import ConfigError
+from acl.core.errors import ConfigError
 from envs.images import save_gif, save_png
 from envs.maze import (
     AGENT,

@@ -22,11 +22,11 @@ import yaml
 
 from acl.build import build_components, make_train
 from acl.config import apply_preset, load_config, parse_config
-from acl.errors import ConfigError
-from acl.evaluation import TEST_SETS, named_test_set
-from acl.experiment import run_experiment
+from acl.core.errors import ConfigError
+from acl.loop.evaluation import TEST_SETS, named_test_set
+from acl.loop.train import Components, Trainer
+from acl.run.experiment import run_experiment
 from acl.teachers.random import FixedTeacher
-from acl.train import Components, Trainer
 from envs.maze import FORWARD, LEFT, Level, Maze
 from envs.maze_levels import EVALUATION, PLR_EVALUATION, make_level
 from experiments import run as run_cli

@@ -19,7 +19,7 @@ import pytest
 from minigrid.core.grid import Grid
 from minigrid.core.world_object import Floor, Goal, Wall
 
-from acl.errors import ConfigError
+from acl.core.errors import ConfigError
 from envs.maze import FORWARD, RIGHT, Level, Maze, params_to_level, stack_params
 from envs.maze_levels import simple_crossing
 from envs.maze_minigrid import (

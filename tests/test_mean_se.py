@@ -1,4 +1,4 @@
-"""acl.results.mean_se and mean_se_by_step: the one mean ± SE of tables, summaries and plots."""
+"""acl.run.results.mean_se and mean_se_by_step: the one mean ± SE of tables, summaries and plots."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from acl.results import mean_se, mean_se_by_step
+from acl.run.results import mean_se, mean_se_by_step
 
 
 def test_mean_se_over_all_values_gives_floats():
@@ -47,7 +47,7 @@ def test_mean_se_by_step_matches_pandas_and_skips_missing_values():
 
 
 def test_one_seed_summary_is_strict_json_and_reads_back_nan(tmp_path):
-    from acl.results import SUMMARY_KEYS, RunDir
+    from acl.run.results import SUMMARY_KEYS, RunDir
 
     mean, se = mean_se([42.0])
     summary = dict.fromkeys(SUMMARY_KEYS, 0) | {

@@ -76,7 +76,7 @@ def test_two_processes_stopped_and_resumed_give_the_one_process_run(tmp_path):
     two, one = tmp_path / "two", tmp_path / "one"
     # One run directory, as on hosts sharing a file system: orbax saves the checkpoints
     # collectively into it (each process its own shards). The time limit stops both
-    # processes after the first chunk, whichever reaches it first (acl.distributed.agreed).
+    # processes after the first chunk, whichever reaches it first (acl.run.distributed.agreed).
     outputs = run_processes(
         {
             "one": [*common, "--out", str(one), "--devices", "1"],

@@ -24,7 +24,7 @@ GMM_TEACHER = {"name": "alp_gmm", "fit_rate": 8, "fit_every": 1, "k_max": 3}
 
 
 def test_overlap_and_shard_envs_are_refused_together():
-    from acl.errors import ConfigError
+    from acl.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="set one of them"):
         tiny_config(loop={"overlap_teacher": True, "shard_envs": True})
@@ -32,7 +32,7 @@ def test_overlap_and_shard_envs_are_refused_together():
 
 def test_sfl_refuses_to_run_beside_the_agent():
     from acl.build import make_train
-    from acl.errors import ConfigError
+    from acl.core.errors import ConfigError
 
     config = tiny_config(
         env={"name": "maze"},

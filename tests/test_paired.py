@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from flax import struct
 
-from acl.agents.common import Transition
-from acl.errors import ConfigError
-from acl.rollout import play
+from acl.core.errors import ConfigError
+from acl.core.types import Transition
+from acl.loop.rollout import play
 from acl.teachers import TEACHERS
 from acl.teachers.paired import EpisodeReturns, episode_returns, make_paired, regret
 from envs.maze import Maze, is_valid_level

@@ -7,9 +7,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from acl.agents.common import Transition, ValueSpec
+from acl.agents.common import ValueSpec
 from acl.build import make_train
-from acl.errors import ConfigError
+from acl.core.errors import ConfigError
+from acl.core.types import Transition
 from acl.teachers import TEACHERS
 from acl.teachers.plr import EDIT, NEW, REPLAY, LevelStats, level_stats
 from envs.maze import Maze

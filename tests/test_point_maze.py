@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from acl.errors import ConfigError
+from acl.core.errors import ConfigError
 from envs.base import GoalTaskEnv
 from envs.goal_maze import GoalMaze
 from envs.point_maze import SKIN, PointMaze

@@ -11,7 +11,7 @@ import pytest
 from acl.benchmark.challenges import ChallengedTeacher
 from acl.build import make_train
 from acl.config import parse_config
-from acl.errors import ConfigError
+from acl.core.errors import ConfigError
 from envs import make_env
 from envs.scripted import episode_return
 

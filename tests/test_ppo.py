@@ -9,8 +9,8 @@ import pytest
 
 from acl.agents.common import RunningMeanStd, gae, shuffled_minibatches
 from acl.agents.ppo import make_ppo
+from acl.loop.train import Components, Trainer
 from acl.teachers.random import RandomTeacher
-from acl.train import Components, Trainer
 from tests.conftest import tiny_config
 from tests.probe_envs import ConstantRewardTruncated, MatchTargetContinuous, MatchTargetDiscrete
 

@@ -2,7 +2,7 @@
 
 import subprocess
 
-from acl import results
+from acl.run import results
 
 
 def test_git_dirty_leaves_the_runs_output_directory_out(tmp_path, monkeypatch):
@@ -18,7 +18,7 @@ def test_git_dirty_leaves_the_runs_output_directory_out(tmp_path, monkeypatch):
     git("add", ".")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init")
 
-    def git_in_package(*args):  # as acl.results runs git: from inside the package
+    def git_in_package(*args):  # as acl.run.results runs git: from inside the package
         out = subprocess.run(["git", *args], cwd=tmp_path / "pkg", capture_output=True, text=True)
         return out.stdout.strip() if out.returncode == 0 else None
 

@@ -11,13 +11,13 @@ import pytest
 from gymnax.environments import spaces
 
 from acl.agents import AGENTS
-from acl.agents.common import Transition
 from acl.agents.ppo import PPOExtras, make_ppo
 from acl.agents.recurrent_ppo import episode_starts, make_recurrent_ppo
-from acl.errors import ConfigError
-from acl.rollout import collect, start_slots
+from acl.core.errors import ConfigError
+from acl.core.types import Transition
+from acl.loop.rollout import collect, start_slots
+from acl.loop.train import Components, Trainer
 from acl.teachers.random import RandomTeacher
-from acl.train import Components, Trainer
 from envs.maze import Maze
 from tests.conftest import tiny_config
 from tests.probe_envs import RecallCue

@@ -7,7 +7,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from acl.agents.common import Transition
 from acl.agents.replay import (
     buffer_init,
     buffer_insert,
@@ -16,6 +15,7 @@ from acl.agents.replay import (
     stage_rollout,
     staging_init,
 )
+from acl.core.types import Transition
 
 T_MAX = 4
 # Jitted once per module: eager JAX compiles every small op separately, which is slower.

@@ -27,8 +27,8 @@ import pytest
 from scipy import stats
 
 from acl.benchmark import report
-from acl.errors import ConfigError
-from acl.results import format_mean_se, format_table, mean_se
+from acl.core.errors import ConfigError
+from acl.run.results import format_mean_se, format_table, mean_se
 
 FIXTURE = Path(__file__).parent / "fixtures" / "benchmark_tiny"
 FINAL = {
@@ -260,7 +260,7 @@ def test_latex_table(summ):
 
 
 def test_one_seed_has_no_se_and_every_table_says_n_a(df):
-    # acl.results holds the one mean +- SE: an SE over one seed is NaN (not 0, which would
+    # acl.run.results holds the one mean +- SE: an SE over one seed is NaN (not 0, which would
     # claim a perfectly reproducible result) and reads "n/a", never "nan".
     mean, se = mean_se([42.0])
     assert mean == 42.0 and math.isnan(se)

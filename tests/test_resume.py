@@ -17,9 +17,9 @@ import yaml
 from orbax.checkpoint._src.path import atomicity
 
 from acl.build import make_train
-from acl.checkpoint import SUMMARY_TIME_FIELDS, RunInterrupted
-from acl.experiment import run_experiment
-from acl.results import RunDir
+from acl.run.checkpoint import SUMMARY_TIME_FIELDS, RunInterrupted
+from acl.run.experiment import run_experiment
+from acl.run.results import RunDir
 from experiments import run as run_cli
 from tests.conftest import TINY, tiny_config
 
@@ -136,7 +136,7 @@ def test_sigkill_after_the_second_evaluation_then_resume_from_the_shell(referenc
     driver = textwrap.dedent(
         f"""
         import os, signal, sys
-        from acl.results import RunDir
+        from acl.run.results import RunDir
         append = RunDir.append_metrics
         def append_then_die(self, rows):
             append(self, rows)
@@ -193,7 +193,7 @@ def test_resume_refuses_other_package_versions_unless_forced(reference, tmp_path
     assert "installed packages differ from the run's (jax 0.0.1 -> " in err
     assert err.count("\n") == 1
 
-    from acl.checkpoint import resume_config
+    from acl.run.checkpoint import resume_config
 
     config, warnings = resume_config(copy, ["loop.keep_checkpoints=3"], force=True)
     assert config.loop.keep_checkpoints == 3

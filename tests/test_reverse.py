@@ -11,9 +11,9 @@ import pytest
 from flax import struct
 from gymnax.environments import spaces
 
-from acl.errors import ConfigError
+from acl.core.errors import ConfigError
+from acl.core.types import Feedback
 from acl.teachers import TEACHERS
-from acl.teachers.base import Feedback
 from acl.teachers.reverse import ReverseTeacher, UniformStartTeacher, make_reverse
 from envs.base import StartTaskEnv
 from envs.goal_maze import GoalMaze

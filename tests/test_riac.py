@@ -10,8 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from acl.errors import ConfigError
-from acl.spaces import Box
+from acl.core.errors import ConfigError
+from acl.core.spaces import Box
 from acl.teachers import TEACHERS
 from acl.teachers.random import RandomTeacher
 from acl.teachers.riac import make_riac

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from acl.risk import cvar, cvar_curve, plot_cvar_curves
+from acl.core.risk import cvar, cvar_curve, plot_cvar_curves
 
 # Ten levels: success on the ranking seed, and on an independent measuring seed.
 RANKED = np.array([1.0, 0.0, 0.5, 1.0, 0.0, 0.5, 1.0, 0.5, 1.0, 0.5])
@@ -68,7 +68,7 @@ def test_the_curve_rises_to_the_mean_and_plots(tmp_path):
 
 
 def test_test_set_cvar_ranks_on_even_attempts_and_measures_on_odd_ones():
-    from acl.risk import test_set_cvar
+    from acl.core.risk import test_set_cvar
 
     # Four tasks, four attempts each: even attempts (0, 2) rank, odd ones (1, 3) measure.
     success = np.array(

@@ -1,4 +1,4 @@
-"""Risk over sampled levels (acl.evaluation.sampled_risk) with policies whose success per
+"""Risk over sampled levels (acl.loop.evaluation.sampled_risk) with policies whose success per
 level is known: the probe env's target is task > 0.5, reward 1 for the matching action."""
 
 import jax
@@ -6,9 +6,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from acl.errors import ConfigError
-from acl.evaluation import level_success, sampled_risk
-from acl.risk import cvar
+from acl.core.errors import ConfigError
+from acl.core.risk import cvar
+from acl.loop.evaluation import level_success, sampled_risk
 from tests.probe_envs import MatchTargetDiscrete
 
 

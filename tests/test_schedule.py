@@ -7,8 +7,8 @@ import jax
 import numpy as np
 import pytest
 
-from acl.errors import ConfigError
-from acl.spaces import Box
+from acl.core.errors import ConfigError
+from acl.core.spaces import Box
 from acl.teachers import TEACHERS
 from tests.teacher_harness import feedback
 

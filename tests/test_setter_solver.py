@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from acl.spaces import Box
+from acl.core.spaces import Box
 from acl.teachers.setter_solver import SetterSolverTeacher
 from tests.teacher_harness import feedback, jitted
 

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from acl.agents import AGENTS
-from acl.agents.common import Transition
-from acl.errors import ConfigError
-from acl.rollout import play
-from acl.spaces import Box
+from acl.core.errors import ConfigError
+from acl.core.spaces import Box
+from acl.core.types import Transition
+from acl.loop.rollout import play
 from acl.teachers import TEACHERS
 from acl.teachers.base import RunContext
 from acl.teachers.sfl import episode_successes, learnability, top_learnability

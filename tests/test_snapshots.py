@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from acl.results import write_npz
+from acl.run.results import write_npz
 from acl.snapshots import load_teacher_snapshots, plot_teacher_snapshots, task_names
 from tests.notebooks import count_images, execute, stored_parameters_cell, streams
 

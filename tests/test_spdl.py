@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 import scipy.optimize
 
-from acl.agents.common import Transition
-from acl.errors import ConfigError
-from acl.spaces import Box
+from acl.core.errors import ConfigError
+from acl.core.spaces import Box
+from acl.core.types import Feedback, Transition, compact_feedback
 from acl.teachers import TEACHERS
-from acl.teachers.base import Feedback, RunContext, compact_feedback
+from acl.teachers.base import RunContext
 from acl.teachers.spdl import (
     KNOWN,
     STARTS_NEXT,

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from acl.errors import ConfigError
+from acl.core.errors import ConfigError
 from envs import stump_tracks as st
 from envs.registry import make_env
 from envs.stump_tracks import StumpTracks, StumpTracksParams, Track, generate_track, lidar

@@ -16,7 +16,7 @@ from acl.benchmark import runner
 from acl.benchmark.challenges import ChallengeSpec, challenge_bounds, make_challenge
 from acl.benchmark.runner import load_suite
 from acl.build import build_components
-from acl.evaluation import make_test_set
+from acl.loop.evaluation import make_test_set
 from envs import ENVS
 from experiments import benchmark, stump_tracks_ppo
 from experiments.stump_tracks_ppo import learning_statistics, load_agent, load_policy

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 from flax import struct
 
-from acl.errors import ConfigError
+from acl.core.errors import ConfigError
+from acl.core.types import Feedback, default_info
 from acl.teachers import TEACHERS
-from acl.teachers.base import Feedback, RunContext, default_info
+from acl.teachers.base import RunContext
 from acl.teachers.subspace import SubspaceTeacher, make_subspace, sub_space
 from envs.point_maze import PointMaze
 

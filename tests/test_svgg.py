@@ -13,11 +13,10 @@ import pytest
 from flax import struct
 from gymnax.environments import spaces
 
-from acl.agents.common import Transition
-from acl.errors import ConfigError
-from acl.evaluation import success_coverage
+from acl.core.errors import ConfigError
+from acl.core.types import Feedback, Transition
+from acl.loop.evaluation import success_coverage
 from acl.teachers import TEACHERS
-from acl.teachers.base import Feedback
 from acl.teachers.svgg import (
     RandomGoalTeacher,
     SVGGTeacher,

@@ -1,4 +1,4 @@
-"""Sweeps (acl.sweep): one compiled program over combination x seed, equal to single runs;
+"""Sweeps (acl.run.sweep): one compiled program over combination x seed, equal to single runs;
 spec parsing and the refusal of keys that cannot share a program."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import pytest
 import yaml
 from flax import serialization
 
-from acl.errors import ConfigError
-from acl.experiment import run_experiment
-from acl.sweep import (
+from acl.core.errors import ConfigError
+from acl.run.experiment import run_experiment
+from acl.run.sweep import (
     SWEEP_FILE,
     check_sweep,
     combination_config,

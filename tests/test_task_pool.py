@@ -16,12 +16,12 @@ from flax import struct
 from acl.agents.ppo import make_ppo
 from acl.build import make_train
 from acl.config import parse_config
-from acl.errors import ConfigError
-from acl.experiment import _rows
-from acl.rollout import Slots, TaskPool, take_from_pool
-from acl.spaces import Box
-from acl.teachers.base import Feedback, default_info
-from acl.train import Components, Trainer
+from acl.core.errors import ConfigError
+from acl.core.spaces import Box
+from acl.core.types import Feedback, default_info
+from acl.loop.rollout import Slots, TaskPool, take_from_pool
+from acl.loop.train import Components, Trainer
+from acl.run.experiment import _rows
 from tests.compile_effort import FAST_COMPILE
 from tests.conftest import TINY, tiny_config
 from tests.cpu_recordings import recordings

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from acl.errors import ConfigError
+from acl.core.errors import ConfigError
 from acl.teachers import TEACHERS
 from acl.teachers.base import RunContext
 from acl.teachers.random import FixedTeacher, RandomTeacher
@@ -88,7 +88,7 @@ def test_unknown_teacher_suggests_the_closest_name():
 
 
 def test_compact_feedback_keeps_valid_records_in_order_and_counts_the_rest():
-    from acl.teachers.base import Feedback, compact_feedback
+    from acl.core.types import Feedback, compact_feedback
 
     mask = np.array([False, True, False, True, True, False, True])
     feedback = Feedback(

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.stats import binned_statistic_dd
 
-from acl.errors import ConfigError
+from acl.core.errors import ConfigError
 from envs import make_env
 from envs.toy_bandit import ToyBandit, ToyBanditState
 

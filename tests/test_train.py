@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from acl.build import make_train
-from acl.rollout import collect, start_slots
-from acl.train import Trainer
+from acl.loop.rollout import collect, start_slots
+from acl.loop.train import Trainer
 from tests.conftest import tiny_config
 
 

@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import jax
 
-from acl.registry import Registry
+from acl.core.registry import Registry
 
 
 @runtime_checkable

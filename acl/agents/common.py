@@ -1,4 +1,5 @@
-"""Pieces every agent shares: the transition batch, GAE, minibatching, observation norm."""
+"""Pieces every agent shares: GAE, minibatching, observation norm (the transition batch,
+`Transition`, is acl.core.types')."""
 
 from __future__ import annotations
 
@@ -8,27 +9,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 from flax import struct
-
-
-@struct.dataclass
-class Transition:
-    """A rollout batch; every leaf has leading axes [T, N] (time, env instance)."""
-
-    obs: jax.Array
-    """Observation the action was chosen from."""
-    action: jax.Array
-    """Action as sampled by the policy (before clipping to the env's bounds)."""
-    reward: jax.Array
-    terminated: jax.Array
-    """A real end: no bootstrapping past this step."""
-    done: jax.Array
-    """Episode ended here (terminated or truncated); the next obs is a reset."""
-    next_obs: jax.Array
-    """Observation after the step, before any reset: bootstraps truncated episodes."""
-    loss_mask: jax.Array
-    """1.0 where the learner may learn from this step (robust PLR: 0)."""
-    extras: Any
-    """Agent-specific per-step outputs of `act` (e.g. log-prob and value)."""
 
 
 @struct.dataclass

@@ -6,9 +6,9 @@ Agent contract:
     act(state, obs, carry, key, deterministic=False) -> (action, carry, ())
     update(state, batch, key) -> (state, metrics)
 
-It collects with the shared `acl.rollout.collect`, like PPO. The replay buffer and the
+It collects with the shared `acl.loop.rollout.collect`, like PPO. The replay buffer and the
 per-instance staging rows of unfinished episodes live in `DQNState`, so the curriculum
-loop (`acl.train`) runs it unchanged and teachers choose the goals. `update` takes the
+loop (`acl.loop.train`) runs it unchanged and teachers choose the goals. `update` takes the
 [T, N] rollout batch, appends it to the staging rows, moves finished episodes into the
 buffer (`acl.agents.replay`), then does `gradient_steps` Adam steps on minibatches
 sampled (and, with a `her_strategy`, relabelled) by `acl.agents.her`.
@@ -41,9 +41,7 @@ import optax
 from flax import struct
 from gymnax.environments import spaces
 
-from acl import hparams
 from acl.agents.base import AGENTS
-from acl.agents.common import Transition
 from acl.agents.episodes import run_episodes
 from acl.agents.her import STRATEGIES, HERBatch, relabel_probability, sample_her
 from acl.agents.networks import MLP
@@ -55,8 +53,10 @@ from acl.agents.replay import (
     stage_rollout,
     staging_init,
 )
-from acl.errors import ConfigError
-from acl.hparams import hparam
+from acl.core import hparams
+from acl.core.errors import ConfigError
+from acl.core.hparams import hparam
+from acl.core.types import Transition
 
 
 @struct.dataclass

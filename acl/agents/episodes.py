@@ -1,5 +1,5 @@
 """Whole episodes of an agent in an env outside the training rollout: what evaluation
-(acl.evaluation, which re-exports `run_episodes`) and an agent's own success checks play.
+(acl.loop.evaluation, which re-exports `run_episodes`) and an agent's own success checks play.
 
 It lives with the agents because agents may not import the evaluation module.
 """

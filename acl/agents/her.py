@@ -29,7 +29,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from acl.agents.replay import EpisodeBuffer, sample_slots
-from acl.errors import ConfigError
+from acl.core.errors import ConfigError
 
 STRATEGIES = ("none", "future", "final", "episode")
 

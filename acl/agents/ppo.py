@@ -30,16 +30,8 @@ import optax
 from flax import struct
 from gymnax.environments import spaces
 
-from acl import hparams
 from acl.agents.base import AGENTS
-from acl.agents.common import (
-    RunningMeanStd,
-    Transition,
-    ValueSpec,
-    gae,
-    minibatch_epochs,
-    value_spec,
-)
+from acl.agents.common import RunningMeanStd, ValueSpec, gae, minibatch_epochs, value_spec
 from acl.agents.networks import (
     ACTIVATIONS,
     ActorCritic,
@@ -48,7 +40,9 @@ from acl.agents.networks import (
     gaussian_entropy,
     gaussian_log_prob,
 )
-from acl.hparams import hparam
+from acl.core import hparams
+from acl.core.hparams import hparam
+from acl.core.types import Transition
 
 
 @struct.dataclass

@@ -19,7 +19,7 @@ Agent contract:
     act(state, obs, carry, key, deterministic) -> (action, carry, RecurrentPPOExtras)
     update(state, batch, key) -> (state, metrics)
 
-The rollout (acl.rollout.collect) resets an instance's carry to `initial_carry` when its
+The rollout (acl.loop.rollout.collect) resets an instance's carry to `initial_carry` when its
 episode ends; `update` replays each sequence from the carry the rollout had at its first
 step (stored in the extras) and resets it to zeros where the previous step was `done`, so
 it recomputes exactly the log-probs and values the rollout acted with. Minibatches are
@@ -41,9 +41,8 @@ import numpy as np
 import optax
 from flax import struct
 
-from acl import hparams
 from acl.agents.base import AGENTS
-from acl.agents.common import Transition, ValueSpec, value_spec
+from acl.agents.common import ValueSpec, value_spec
 from acl.agents.networks import ACTIVATIONS, ActorCritic, _orthogonal, dense
 from acl.agents.ppo import (
     ActionDistribution,
@@ -54,8 +53,10 @@ from acl.agents.ppo import (
     ppo_loss_terms,
     ppo_training_data,
 )
-from acl.errors import ConfigError
-from acl.hparams import hparam
+from acl.core import hparams
+from acl.core.errors import ConfigError
+from acl.core.hparams import hparam
+from acl.core.types import Transition
 
 RECURRENT_PPO_HYPERPARAMS = PPOHyperparams(
     learning_rate=1e-4,

@@ -10,7 +10,7 @@ trajectories, not variable-length episodes, and HER's "future"/"final"/"episode"
 strategies need each sampled transition's episode and its end. It also pulls in
 tensorstore for a structure that takes ~60 lines here.
 
-The shared rollout (`acl.rollout.collect`) yields [T, N] Transition batches whose
+The shared rollout (`acl.loop.rollout.collect`) yields [T, N] Transition batches whose
 episodes cross batch boundaries, so each instance keeps a `Staging` row holding the
 episode in progress; `stage_rollout` appends a batch step by step and flushes an
 instance's row to the buffer when its episode ends.
@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from acl.agents.common import Transition
+from acl.core.types import Transition
 
 
 @struct.dataclass

@@ -5,7 +5,7 @@ A challenge is a `Challenge` pytree, not a new program: `with_challenge(teacher)
 spirit of optax's transformations, returns a teacher that works in the unit cube [0, 1]^D
 (its *teacher space*) and takes the challenge as part of its params: how that cube maps
 onto the env's true tasks, and which prior an expert gives. The student's
-re-initialisation period (forgetting) is the loop's data (`acl.train.RunData`), since a
+re-initialisation period (forgetting) is the loop's data (`acl.loop.train.RunData`), since a
 teacher cannot reset the student. So one compiled program serves every challenge of a
 teacher, and a vmap can batch them (`acl.build.challenge_data` makes the data).
 
@@ -50,8 +50,8 @@ import numpy as np
 from flax import struct
 
 from acl.config import CHALLENGES, EXPERT_LEVELS, ChallengeSpec
-from acl.errors import ConfigError
-from acl.spaces import Box
+from acl.core.errors import ConfigError
+from acl.core.spaces import Box
 
 NUM_INTERVALS = 4
 """Intervals per dimension of the rugged map (TeachMyAgent's value)."""

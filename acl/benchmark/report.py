@@ -36,12 +36,12 @@ import pandas as pd
 
 from acl.benchmark.challenges import CHALLENGES
 from acl.benchmark.challenges import EXPERT_LEVELS as EXPERTS
-from acl.errors import ConfigError
-from acl.results import format_mean_se, mean_se, mean_se_by_step
-from acl.risk import CVAR_ALPHAS
+from acl.core.errors import ConfigError
+from acl.core.risk import CVAR_ALPHAS
+from acl.run.results import format_mean_se, mean_se, mean_se_by_step
 
 CVAR_COLUMNS = tuple(f"cvar_{a}" for a in CVAR_ALPHAS)
-"""CVaR of per-task success over the test set at each alpha (acl.risk.test_set_cvar), per
+"""CVaR of per-task success over the test set at each alpha (acl.core.risk.test_set_cvar), per
 run and evaluation; NaN without at least 2 sampled attempts per test task."""
 COLUMNS = (
     "suite",

@@ -38,10 +38,10 @@ from tqdm.auto import tqdm
 from acl.benchmark.challenges import ChallengeSpec, make_challenge
 from acl.benchmark.report import COLUMNS, CVAR_COLUMNS
 from acl.build import build_components, challenge_data, make_train
-from acl.checkpoint import Progress, RunCheckpoints
 from acl.config import ComponentConfig, ExperimentConfig, load_yaml, parse_config
-from acl.errors import ConfigError
-from acl.results import CHECKPOINTS, provenance, test_set_cvar_values
+from acl.core.errors import ConfigError
+from acl.run.checkpoint import Progress, RunCheckpoints
+from acl.run.results import CHECKPOINTS, provenance, test_set_cvar_values
 
 RESULT_COLUMNS = COLUMNS
 """One row per (teacher, challenge, expert, seed, evaluation): the schema the report reads."""

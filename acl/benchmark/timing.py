@@ -13,9 +13,9 @@ import jax.numpy as jnp
 from gymnax.environments import spaces
 
 from acl.build import run_data
-from acl.devices import DeviceLayout
-from acl.rollout import select_instances
-from acl.train import Trainer
+from acl.loop.devices import DeviceLayout
+from acl.loop.rollout import select_instances
+from acl.loop.train import Trainer
 
 
 def time_call(fn, *args, repeats: int = 3) -> float:
@@ -66,7 +66,7 @@ def random_action_rollout(
     run(states, key) -> (episodes ended, checksum): `steps` vmapped `step(key, state,
     action, params)` (env.step's outputs) with actions `sample_action(key)` [N, ...], in one
     `lax.scan`. `auto_reset`: an instance whose episode ended restarts on its params as the
-    training loop does it (acl.rollout): a fresh reset is computed for every instance at
+    training loop does it (acl.loop.rollout): a fresh reset is computed for every instance at
     every step and picked per instance, so its cost is part of the figure; without it an
     instance steps past its end. checksum: the rewards' sum, plus the observations' with
     `observe` (without, XLA drops their computation), so that no part of a step is dead code."""
@@ -149,7 +149,7 @@ def compile_training(
     """Compiles `iterations` iterations (teacher, rollout, update; all seeds vmapped, no
     evaluation) and runs the `warmup_iterations` (rounded up to whole calls) untimed, so that
     the timed ones see a teacher past its start-up (a replay buffer at its minimum fill).
-    One device, or the two of `loop.overlap_teacher` (acl.devices)."""
+    One device, or the two of `loop.overlap_teacher` (acl.loop.devices)."""
     layout = DeviceLayout.create(trainer, 2 if trainer.config.loop.overlap_teacher else 1)
     keys = layout.seed_keys()
     # A challenged trainer (the config's `challenge`) shares its challenge across seeds.
@@ -198,7 +198,7 @@ def report(name: str, rows: list[dict], out: str, seeds: list[int], **payload) -
     import platform
     from pathlib import Path
 
-    from acl.results import format_table, provenance
+    from acl.run.results import format_table, provenance
 
     print(format_table(rows, list(rows[0])))
     path = Path(out)

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from acl.teachers.base import Feedback
+from acl.core.types import Feedback
 from envs.toy_bandit import ToyBandit
 
 

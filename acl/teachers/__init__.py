@@ -1,5 +1,6 @@
 """Teachers: one module per family; `TEACHERS` maps names to factories."""
 
+from acl.core.types import Feedback, SampleInfo
 from acl.teachers import adr as _adr  # noqa: F401  (registers adr)
 from acl.teachers import alp_gmm as _alp_gmm  # noqa: F401  (registers alp_gmm)
 from acl.teachers import covar_gmm as _covar_gmm  # noqa: F401  (registers covar_gmm)
@@ -16,6 +17,6 @@ from acl.teachers import sfl as _sfl  # noqa: F401  (registers sfl)
 from acl.teachers import spdl as _spdl  # noqa: F401  (registers spdl)
 from acl.teachers import subspace as _subspace  # noqa: F401  (registers subspace)
 from acl.teachers import svgg as _svgg  # noqa: F401  (registers svgg, random_goal)
-from acl.teachers.base import TEACHERS, Feedback, SampleInfo, Teacher
+from acl.teachers.base import TEACHERS, Teacher
 
 __all__ = ["TEACHERS", "Feedback", "SampleInfo", "Teacher"]

@@ -58,10 +58,11 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from acl import hparams
-from acl.hparams import hparam, nested
-from acl.spaces import Box
-from acl.teachers.base import TEACHERS, Feedback, class_factory, default_info
+from acl.core import hparams
+from acl.core.hparams import hparam, nested
+from acl.core.spaces import Box
+from acl.core.types import Feedback, default_info
+from acl.teachers.base import TEACHERS, class_factory
 from acl.teachers.checks import check
 
 LOW, HIGH = 0, 1

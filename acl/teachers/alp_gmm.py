@@ -39,13 +39,15 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from acl import hparams
-from acl.errors import ConfigError
-from acl.hparams import hparam, nested
-from acl.spaces import Box
+from acl.core import hparams
+from acl.core.errors import ConfigError
+from acl.core.hparams import hparam, nested
+from acl.core.ring import Ring, ring_init, ring_push
+from acl.core.spaces import Box
+from acl.core.types import Feedback, default_info
 from acl.teachers import checks
-from acl.teachers.alp import Ring, empirical_alp, ring_init, ring_push
-from acl.teachers.base import TEACHERS, Feedback, class_factory, default_info
+from acl.teachers.alp import empirical_alp
+from acl.teachers.base import TEACHERS, class_factory
 from acl.teachers.gmm import CRITERIA, DEFAULT_TOL, GMM, fit_gmms, sample_gmm, select_best
 
 DEFAULT_REG_COVAR = 1e-3

@@ -57,92 +57,15 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import jax
-import jax.numpy as jnp
-from flax import struct
 
-from acl import hparams
-from acl.errors import ConfigError
-from acl.registry import Registry
-from acl.spaces import Box
-
-
-@struct.dataclass
-class Feedback:
-    """One record per completed episode, in fixed-size arrays; `mask` marks real records.
-
-    Shapes: task [K, D'], all others [K].
-    """
-
-    task: jax.Array
-    """The task the episode actually ran on, as the teacher handed it out."""
-    episode_return: jax.Array
-    """Undiscounted return of the episode."""
-    success: jax.Array
-    """Whether the return beat the env's success threshold."""
-    length: jax.Array
-    """Episode length in env steps."""
-    mask: jax.Array
-    """True where the record is a completed episode."""
-    handed_out: jax.Array | None = None
-    """[] int32 with a task pool: how many of the sampled tasks (the first ones) resets
-    took; the rest were never played. None without a pool, where `tasks` holds one task
-    per slot and the records say which ran."""
-
-    @property
-    def count(self) -> jax.Array:
-        return self.mask.sum()
-
-
-@struct.dataclass
-class EpisodeReturns:
-    """Per-level episode returns in fixed-size arrays. Shapes [K, N] (K episode slots,
-    N levels)."""
-
-    returns: jax.Array
-    """Undiscounted return of the episode in slot k on level n (garbage where masked)."""
-    mask: jax.Array
-    """bool: True where slot k holds a completed episode."""
-
-
-def episode_returns(reward: jax.Array, done: jax.Array) -> EpisodeReturns:
-    """Completed-episode returns of a batch-mode rollout: reward, done [T, N] ->
-    EpisodeReturns [T, N], slot t holding the episode that ended at step t.
-
-    Every instance's first episode starts at step 0 (batch mode)."""
-    done = done.astype(bool)
-
-    def step(running, xs):
-        r, d = xs
-        total = running + r
-        return jnp.where(d, 0.0, total), total
-
-    _, totals = jax.lax.scan(step, jnp.zeros(reward.shape[1:], jnp.float32), (reward, done))
-    return EpisodeReturns(returns=totals, mask=done)
-
-
-def compact_feedback(feedback: Feedback, size: int) -> tuple[Feedback, jax.Array]:
-    """The valid records first, in their original order, cut to `size` records.
-
-    Teachers whose update costs grow with the record count (nearest neighbours, windows)
-    then see `size` records instead of one per (step, instance) slot.
-    Returns (feedback with K = size, number of valid records that did not fit).
-    """
-    order = jnp.argsort(~feedback.mask, stable=True)[:size]
-    per_record = feedback.replace(handed_out=None)
-    compact = jax.tree.map(lambda x: x[order], per_record).replace(handed_out=feedback.handed_out)
-    return compact, jnp.maximum(feedback.count - size, 0).astype(jnp.int32)
-
-
-@struct.dataclass
-class SampleInfo:
-    """Per-instance decisions the loop must honour. Shapes [n]."""
-
-    train_on: jax.Array
-    """False: the student must not learn from this instance's episodes (robust PLR)."""
-
-
-def default_info(n: int) -> SampleInfo:
-    return SampleInfo(train_on=jnp.ones((n,), bool))
+from acl.core import hparams
+from acl.core.errors import ConfigError
+from acl.core.registry import Registry
+from acl.core.spaces import Box
+from acl.core.types import (
+    Feedback,
+    SampleInfo,
+)
 
 
 @dataclass(frozen=True)
@@ -186,7 +109,7 @@ class RunContext:
     """The run's rollout, for teachers that roll agents of their own (PAIRED's adversary
     and antagonist): `play(env, agent, agent_state, tasks [N, D'], num_steps, reset_key,
     rollout_key) -> (slots, Transition [T, N])`, each instance restarting on its own task
-    (acl.rollout.play). Handed over so that teachers need not import the loop."""
+    (acl.loop.rollout.play). Handed over so that teachers need not import the loop."""
 
 
 def run_default(context: RunContext | None, name: str, given: Any) -> Any:
@@ -218,7 +141,7 @@ def class_factory(
     """A registry factory for a teacher class configured by its dataclass fields:
     `factory(task_space, context=None, **config) -> cls(task_space, **config)`.
 
-    A class that declares its keys with `acl.hparams` (its fields and its `nested` params
+    A class that declares its keys with `acl.core.hparams` (its fields and its `nested` params
     struct) takes exactly those, plus `preset` with `presets`: the named settings, with
     `config` over them (`preset` the default one). `run_fields` name `RunContext` fields
     that fill the same-named keys left unset; `run_env` is `run_fields=("env",)`. A class

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from acl.errors import ConfigError
-from acl.spaces import Box
+from acl.core.errors import ConfigError
+from acl.core.spaces import Box
 
 
 def check(cond: bool, message: str) -> None:

@@ -22,8 +22,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from acl.hparams import hparam
-from acl.teachers.alp import Ring
+from acl.core.hparams import hparam
+from acl.core.ring import Ring
 from acl.teachers.alp_gmm import GMMTeacher, GMMTeacherParams, make_preset_factory
 from acl.teachers.base import TEACHERS
 from acl.teachers.gmm import GMM

@@ -30,7 +30,7 @@ Guides (`guide`):
   `guide_epsilon` a uniform random action instead. Default H: the shortest-path length
   from the base task's start to its goal, the oracle's own episode length.
 - "saved": a trained agent from a run directory (`guide_run`: `agent_params.msgpack` and
-  `config.yaml`, as `acl.experiment.run_experiment` writes them and `experiments.evaluate`
+  `config.yaml`, as `acl.run.experiment.run_experiment` writes them and `experiments.evaluate`
   reads them): seed `guide_seed`'s final parameters, greedy unless
   `guide_deterministic` is false. Default H: the env's episode-length limit.
 - any object with a jittable `act(obs [N, O], key) -> actions [N, ...]` in the agent's
@@ -67,13 +67,14 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from acl import hparams
 from acl.agents import AGENTS
-from acl.errors import ConfigError
-from acl.hparams import hparam, nested
-from acl.spaces import Box
+from acl.core import hparams
+from acl.core.errors import ConfigError
+from acl.core.hparams import hparam, nested
+from acl.core.spaces import Box
+from acl.core.types import Feedback, SampleInfo
 from acl.teachers import checks
-from acl.teachers.base import TEACHERS, Feedback, RunContext, SampleInfo, run_default
+from acl.teachers.base import TEACHERS, RunContext, run_default
 
 VARIANTS = ("curriculum", "random")
 
@@ -133,7 +134,7 @@ def load_agent_guide(run_dir, env, seed_index: int = 0, deterministic: bool = Tr
     `experiments.evaluate` does. A saved agent whose parameter shapes differ from an agent
     built on `env`'s spaces (another observation or action size) is refused."""
     from acl.config import parse_config
-    from acl.results import RunDir
+    from acl.run.results import RunDir
 
     path = Path(run_dir)
     for name in ("config.yaml", "agent_params.msgpack"):

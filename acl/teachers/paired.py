@@ -71,23 +71,14 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from acl import hparams
 from acl.agents import AGENTS
-from acl.agents.common import Transition
 from acl.config import check_kwargs
-from acl.errors import ConfigError
-from acl.hparams import hparam, nested
-from acl.spaces import Box
-from acl.teachers.base import (
-    TEACHERS,
-    EpisodeReturns,
-    Feedback,
-    RunContext,
-    default_info,
-    episode_returns,
-    require_batch_mode,
-    run_default,
-)
+from acl.core import hparams
+from acl.core.errors import ConfigError
+from acl.core.hparams import hparam, nested
+from acl.core.spaces import Box
+from acl.core.types import EpisodeReturns, Feedback, Transition, default_info, episode_returns
+from acl.teachers.base import TEACHERS, RunContext, require_batch_mode, run_default
 
 ADVERSARY_DEFAULTS: dict[str, Any] = {
     "learning_rate": 1e-4,
@@ -221,7 +212,7 @@ class PAIREDTeacher:
     """Its level editor (`env.level_editor`)."""
     play: Any
     """The run's rollout: `play(env, agent, agent_state, tasks, num_steps, reset_key,
-    rollout_key) -> (slots, Transition [T, N])` (acl.rollout.play)."""
+    rollout_key) -> (slots, Transition [T, N])` (acl.loop.rollout.play)."""
     adversary: Any
     """The adversary agent (acts in `editor`)."""
     antagonist: Any
@@ -559,7 +550,7 @@ def make_paired(
     if play is None:
         raise ConfigError(
             "teacher paired rolls out its own learners: it needs the run's rollout "
-            "(RunContext.play, or play=acl.rollout.play outside a run)"
+            "(RunContext.play, or play=acl.loop.rollout.play outside a run)"
         )
     return PAIREDTeacher(
         task_space=task_space,

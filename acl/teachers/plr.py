@@ -92,21 +92,14 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from acl import hparams
-from acl.agents.common import Transition, gae
-from acl.errors import ConfigError
-from acl.hparams import hparam, nested
-from acl.spaces import Box
+from acl.agents.common import gae
+from acl.core import hparams
+from acl.core.errors import ConfigError
+from acl.core.hparams import hparam, nested
+from acl.core.spaces import Box
+from acl.core.types import Feedback, Transition, default_info
 from acl.teachers import checks
-from acl.teachers.base import (
-    TEACHERS,
-    Feedback,
-    RunContext,
-    class_factory,
-    default_info,
-    require_batch_mode,
-    run_default,
-)
+from acl.teachers.base import TEACHERS, RunContext, class_factory, require_batch_mode, run_default
 
 PLR_USES = "draws levels from the env's generator"
 

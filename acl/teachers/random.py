@@ -8,8 +8,9 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from acl.spaces import Box
-from acl.teachers.base import TEACHERS, Feedback, SampleInfo, class_factory, default_info
+from acl.core.spaces import Box
+from acl.core.types import Feedback, SampleInfo, default_info
+from acl.teachers.base import TEACHERS, class_factory
 
 
 @struct.dataclass

@@ -90,12 +90,13 @@ import numpy as np
 from flax import struct
 from gymnax.environments import spaces
 
-from acl import hparams
-from acl.errors import ConfigError
-from acl.hparams import hparam, nested
-from acl.spaces import Box
+from acl.core import hparams
+from acl.core.errors import ConfigError
+from acl.core.hparams import hparam, nested
+from acl.core.spaces import Box
+from acl.core.types import Feedback, default_info
 from acl.teachers import checks
-from acl.teachers.base import TEACHERS, Feedback, class_factory, default_info
+from acl.teachers.base import TEACHERS, class_factory
 from envs.base import StartTaskEnv
 
 START_ENV = dict(

@@ -93,11 +93,12 @@ import numpy as np
 import optax
 from flax import struct
 
-from acl import hparams
-from acl.hparams import hparam, nested
-from acl.spaces import Box
-from acl.teachers.alp import Ring, ring_init, ring_push
-from acl.teachers.base import TEACHERS, Feedback, class_factory, default_info
+from acl.core import hparams
+from acl.core.hparams import hparam, nested
+from acl.core.ring import Ring, ring_init, ring_push
+from acl.core.spaces import Box
+from acl.core.types import Feedback, default_info
+from acl.teachers.base import TEACHERS, class_factory
 
 MIN_SCALE = 0.01
 """Floor of a coupling layer's scale (TeachMyAgent's `_MIN_SCALE`)."""

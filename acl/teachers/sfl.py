@@ -68,19 +68,13 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from acl import hparams
-from acl.errors import ConfigError
-from acl.hparams import hparam, nested
-from acl.spaces import Box
+from acl.core import hparams
+from acl.core.errors import ConfigError
+from acl.core.hparams import hparam, nested
+from acl.core.spaces import Box
+from acl.core.types import Feedback, default_info, episode_returns
 from acl.teachers import checks
-from acl.teachers.base import (
-    TEACHERS,
-    Feedback,
-    RunContext,
-    class_factory,
-    default_info,
-    episode_returns,
-)
+from acl.teachers.base import TEACHERS, RunContext, class_factory
 from envs.base import random_tasks
 
 # -- learnability ------------------------------------------------------------------------
@@ -178,7 +172,10 @@ class SFLTeacher:
     play: Any = hparam(
         None,
         kind="any",
-        doc="The rollout that plays the student on levels (acl.rollout.play); default: the run's.",
+        doc=(
+            "The rollout that plays the student on levels (acl.loop.rollout.play); "
+            "default: the run's."
+        ),
     )
     num_batches: int = hparam(5, low=1, doc="Batches of random levels per refresh.")
     batch_size: int = hparam(5000, low=1, doc="Random levels per batch, rolled at once.")
@@ -213,7 +210,7 @@ class SFLTeacher:
             raise ConfigError(
                 "teacher sfl rolls the current student on its levels: it needs the run's "
                 "agent and rollout (RunContext.agent and RunContext.play; outside a run, "
-                "agent=... and play=acl.rollout.play)"
+                "agent=... and play=acl.loop.rollout.play)"
             )
         hparams.validate_fields(self, "teacher")
         if self.num_to_save > self.num_batches * self.batch_size:

@@ -81,13 +81,14 @@ import numpy as np
 import optax
 from flax import struct
 
-from acl import hparams
-from acl.errors import ConfigError
-from acl.hparams import hparam, nested
-from acl.spaces import Box
+from acl.core import hparams
+from acl.core.errors import ConfigError
+from acl.core.hparams import hparam, nested
+from acl.core.ring import Ring, ring_init, ring_push
+from acl.core.spaces import Box
+from acl.core.types import Feedback, default_info
 from acl.teachers import checks
-from acl.teachers.alp import Ring, ring_init, ring_push
-from acl.teachers.base import TEACHERS, Feedback, class_factory, default_info
+from acl.teachers.base import TEACHERS, class_factory
 from acl.teachers.linalg import lower_triangular_apply, lower_triangular_inverse
 
 ALPHA_CAP = 1e5

@@ -33,10 +33,11 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from acl import hparams
-from acl.spaces import Box
+from acl.core import hparams
+from acl.core.spaces import Box
+from acl.core.types import Feedback
 from acl.teachers import checks
-from acl.teachers.base import TEACHERS, Feedback, RunContext
+from acl.teachers.base import TEACHERS, RunContext
 
 
 @struct.dataclass

@@ -119,16 +119,17 @@ import numpy as np
 import optax
 from flax import struct
 
-from acl import hparams
-from acl.hparams import hparam, nested
-from acl.spaces import Box
+from acl.core import hparams
+from acl.core.hparams import hparam, nested
+from acl.core.spaces import Box
+from acl.core.types import Feedback, default_info
 from acl.teachers import checks
-from acl.teachers.base import TEACHERS, Feedback, class_factory, default_info
+from acl.teachers.base import TEACHERS, class_factory
 from envs.base import GoalTaskEnv
 
 GOAL_ENV = dict(
     uses="writes goals into tasks",
-    build="make_svgg(task_space, env=...) or through acl.train.build_components (it "
+    build="make_svgg(task_space, env=...) or through acl.loop.train.build_components (it "
     "hands every teacher factory the run's env in its context)",
     protocol=GoalTaskEnv,
     methods=("goal_from_task", "task_with_goal", "achieved_goal"),

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from envs.errors import ConfigError
+from acl.core.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -41,8 +41,8 @@ import orbax.checkpoint as ocp
 import yaml
 
 from acl.config import ExperimentConfig, apply_overrides, parse_config
-from acl.errors import ConfigError
-from acl.results import CHECKPOINTS, git_commit, package_versions
+from acl.core.errors import ConfigError
+from acl.run.results import CHECKPOINTS, git_commit, package_versions
 
 SUMMARY_TIME_FIELDS = (
     "wall_seconds",

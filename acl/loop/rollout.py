@@ -14,8 +14,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from acl.agents.common import Transition
-from acl.teachers.base import Feedback
+from acl.core.types import Feedback, Transition
 
 
 @struct.dataclass

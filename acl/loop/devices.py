@@ -42,8 +42,8 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from acl.errors import ConfigError
-from acl.train import LoopCarry, SeedCarry, Trainer
+from acl.core.errors import ConfigError
+from acl.loop.train import LoopCarry, SeedCarry, Trainer
 
 SEED_AXIS = "seeds"
 """The mesh axis the seeds are split over."""

@@ -33,7 +33,7 @@ import numpy as np
 import yaml
 from flax import serialization
 
-from acl.errors import ConfigError
+from acl.core.errors import ConfigError
 
 SUMMARY_KEYS = (
     "name",
@@ -132,9 +132,9 @@ def per_task_values(metrics: Any) -> dict[str, np.ndarray]:
 
 def test_set_cvar_values(metrics: Any) -> dict[str, np.ndarray]:
     """CVaR of per-task success over the test set per seed, from a chunk's sampled-action
-    episodes (`acl.risk.test_set_cvar`, at each of `acl.risk.CVAR_ALPHAS`): {"cvar_<alpha>":
-    [S]}; {} with fewer than 2 sampled attempts per task."""
-    from acl.risk import CVAR_ALPHAS, test_set_cvar
+    episodes (`acl.core.risk.test_set_cvar`, at each of `acl.core.risk.CVAR_ALPHAS`):
+    {"cvar_<alpha>": [S]}; {} with fewer than 2 sampled attempts per task."""
+    from acl.core.risk import CVAR_ALPHAS, test_set_cvar
 
     success = getattr(metrics, "eval_success_sampled", None)
     if success is None or np.shape(success)[-1] < 2:
@@ -251,7 +251,7 @@ def check_run_dir(path: str | Path, field_name: str = "--out") -> None:
 
 
 CHECKPOINTS = "checkpoints"
-"""The folder of a run directory that holds its checkpoints (acl.checkpoint)."""
+"""The folder of a run directory that holds its checkpoints (acl.run.checkpoint)."""
 
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 
@@ -379,7 +379,7 @@ class RunDir:
         config.yaml or the agent file is missing, or when the shapes differ (`env` has
         another observation or action space than the run's)."""
         from acl.config import parse_config
-        from acl.errors import ConfigError
+        from acl.core.errors import ConfigError
 
         for name in ("config.yaml", AGENT_FILE):
             if not (self.path / name).is_file():
@@ -412,7 +412,7 @@ class RunDir:
     def load_agent_state(self, env: Any, seed_index: int, agent: Any = None) -> tuple[Any, Any]:
         """(agent, state): `load_agents`, the final state of seed `seed_index` alone (host
         arrays). ConfigError also for an index outside [0, num_seeds)."""
-        from acl.errors import ConfigError
+        from acl.core.errors import ConfigError
 
         agent, states = self.load_agents(env, agent)
         num_seeds = len(jax.tree.leaves(states)[0])

@@ -1,6 +1,6 @@
 """Experiment loggers: a run's chunks mirrored to TensorBoard or Weights & Biases.
 
-The run directory (acl.results.RunDir) stays the source of truth; a logger is an optional
+The run directory (acl.run.results.RunDir) stays the source of truth; a logger is an optional
 view of it, written from the host between chunks, after the run directory has the chunk:
 
     loggers = make_loggers(["tensorboard"], run_dir, config, task_names)
@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from acl.errors import ConfigError
+from acl.core.errors import ConfigError
 
 LOGGERS = ("tensorboard", "wandb")
 TENSORBOARD_DIR = "tensorboard"
@@ -35,7 +35,7 @@ _NOT_AVERAGED = ("chunk", "seed", "env_steps")
 class Logger(Protocol):
     def log_chunk(self, chunk: int, rows: list[dict], metrics: Any) -> None:
         """One evaluation: `rows` are its metrics.csv rows (one per seed), `metrics` its
-        acl.train.ChunkMetrics as host arrays with a leading seed axis."""
+        acl.loop.train.ChunkMetrics as host arrays with a leading seed axis."""
 
     def close(self) -> None:
         """Flush and close; a second call does nothing."""

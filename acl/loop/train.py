@@ -36,10 +36,10 @@ import jax.numpy as jnp
 from flax import struct
 
 from acl.config import ExperimentConfig
-from acl.errors import ConfigError
-from acl.evaluation import eval_test_set, evaluate, solve_rate
-from acl.rollout import Slots, TaskPool, collect, start_slots
-from acl.teachers.base import compact_feedback
+from acl.core.errors import ConfigError
+from acl.core.types import compact_feedback
+from acl.loop.evaluation import eval_test_set, evaluate, solve_rate
+from acl.loop.rollout import Slots, TaskPool, collect, start_slots
 
 LEARNER, TEACHER = 0, 1
 """The devices of `Trainer.with_teacher_beside`'s role axis."""
@@ -106,7 +106,7 @@ class RunData:
     config's static `loop.reinit_every`."""
     agent_hyper: Any = None
     """The agent's numeric hyperparameters, a struct of leaves that replaces the `hyper`
-    of the state its `init` returns (a sweep, acl.sweep), and that a re-initialised student
+    of the state its `init` returns (a sweep, acl.run.sweep), and that a re-initialised student
     keeps; None: the agent's own."""
 
 
@@ -136,7 +136,7 @@ class ChunkMetrics:
     """Per test task, [M]: mean return of its sampled-action episodes (or None)."""
     eval_success_sampled: jax.Array | None
     """[M, A]: whether each sampled-action episode succeeded (task, attempt), for the
-    test set's CVaR (`acl.risk.test_set_cvar`); None without sampled attempts."""
+    test set's CVaR (`acl.core.risk.test_set_cvar`); None without sampled attempts."""
     train_return: jax.Array
     """Mean return of the episodes completed in the chunk."""
     train_success: jax.Array
@@ -202,7 +202,7 @@ class Trainer:
 
     def with_env_shards(self, axis: str, shards: int) -> Trainer:
         """This loop with each seed's `num_envs` instances split `shards` ways over the
-        named axis `axis` (`loop.shard_envs`; acl.devices maps it onto devices). Every
+        named axis `axis` (`loop.shard_envs`; acl.loop.devices maps it onto devices). Every
         shard holds the same agent and teacher state: the teacher hands out tasks for
         all instances and each shard plays its own; the agent's update averages its
         gradients over `axis`; the teacher reads every shard's feedback, gathered."""
@@ -228,7 +228,7 @@ class Trainer:
 
     def with_teacher_beside(self, axis: str) -> Trainer:
         """This loop with the teacher's update on a second device, beside the agent's
-        (`loop.overlap_teacher`; acl.devices maps `axis`, of size 2, onto two devices).
+        (`loop.overlap_teacher`; acl.loop.devices maps `axis`, of size 2, onto two devices).
 
         Within an iteration the agent's update and the teacher's read the same rollout and
         not each other's result, so they can run at once: device LEARNER rolls out and
@@ -375,7 +375,7 @@ class Trainer:
             tasks, info = seed.drawn
         pool = next_tasks = next_train_on = None
         if self.task_pool is not None:
-            # The k-th reset of the iteration takes pool entry k (acl.rollout.take_from_pool).
+            # The k-th reset of the iteration takes pool entry k (acl.loop.rollout.take_from_pool).
             pool = TaskPool(tasks, info.train_on)
         elif self.config.loop.mode == "episode":
             # One task per (step, instance): an instance that resets at step t takes [t, i].

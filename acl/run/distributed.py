@@ -1,7 +1,7 @@
 """One run over several processes (hosts): JAX's multi-controller runtime.
 
 Every process runs the same program on its own devices; `jax.devices()` then lists all
-processes' devices, and acl.devices lays the seeds over all of them. Only process 0
+processes' devices, and acl.loop.devices lays the seeds over all of them. Only process 0
 writes the run directory (`writes_run_dir`; the others get a `SilentRunDir`); every
 process ends with the same summary.
 
@@ -19,7 +19,7 @@ import jax
 
 
 def _config_error(message: str) -> Exception:
-    from acl.errors import ConfigError  # imports the envs: only once we are failing
+    from acl.core.errors import ConfigError  # imports the envs: only once we are failing
 
     return ConfigError(message)
 

@@ -18,9 +18,9 @@ import numpy as np
 from flax import struct
 
 from acl.agents.episodes import run_episodes
-from acl.errors import ConfigError
-from acl.risk import CVAR_ALPHAS, cvar
-from acl.spaces import Box
+from acl.core.errors import ConfigError
+from acl.core.risk import CVAR_ALPHAS, cvar
+from acl.core.spaces import Box
 from envs.base import random_tasks
 from envs.registry import TEST_SETS
 
@@ -238,7 +238,7 @@ class RiskResult:
     mean_success: float
     """Mean measured success over the levels (CVaR at alpha = 1)."""
     cvar: dict
-    """{alpha: CVaR of success}, acl.risk.cvar."""
+    """{alpha: CVaR of success}, acl.core.risk.cvar."""
 
 
 def sampled_risk(
@@ -256,8 +256,8 @@ def sampled_risk(
     levels (`envs.base.random_tasks`), play `episodes` episodes on each with actions sampled from
     the policy (the authors' evaluation: 10 episodes per level), rank the levels by
     success on one evaluation seed and measure them on an independent one; CVaR at each
-    alpha of `alphas` (default acl.risk.CVAR_ALPHAS: 0.01, 0.1, 0.5) is the measured mean
-    success on the worst alpha share by rank (acl.risk.cvar). The same key gives the same
+    alpha of `alphas` (default acl.core.risk.CVAR_ALPHAS: 0.01, 0.1, 0.5) is the measured mean
+    success on the worst alpha share by rank (acl.core.risk.cvar). The same key gives the same
     result."""
     if num_levels < 1 or episodes < 1:
         raise ConfigError(f"num_levels ({num_levels}) and episodes ({episodes}) must be >= 1")

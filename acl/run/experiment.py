@@ -16,7 +16,11 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from acl.build import make_train, run_data
-from acl.checkpoint import (
+from acl.config import ExperimentConfig
+from acl.core.errors import ConfigError
+from acl.loop.devices import DeviceLayout
+from acl.loop.train import ChunkMetrics, Trainer
+from acl.run.checkpoint import (
     Progress,
     RunCheckpoints,
     RunInterrupted,
@@ -24,12 +28,9 @@ from acl.checkpoint import (
     stop_requests,
     truncate_run_files,
 )
-from acl.config import ExperimentConfig
-from acl.devices import DeviceLayout
-from acl.distributed import SilentRunDir, agreed, writes_run_dir
-from acl.errors import ConfigError
-from acl.loggers import Logger
-from acl.results import (
+from acl.run.distributed import SilentRunDir, agreed, writes_run_dir
+from acl.run.loggers import Logger
+from acl.run.results import (
     RunDir,
     format_mean_se,
     mean_se,
@@ -38,7 +39,6 @@ from acl.results import (
     plot_learning_curves,
     test_set_cvar_values,
 )
-from acl.train import ChunkMetrics, Trainer
 
 
 class TrainingDiverged(RuntimeError):
@@ -160,16 +160,16 @@ def run_experiment(
     the summary then says so (`stopped_at_time_limit`) and projects the full run's time
     from the measured steps/s.
 
-    Checkpoints (acl.checkpoint) are saved every `loop.checkpoint_every` evaluations, and
+    Checkpoints (acl.run.checkpoint) are saved every `loop.checkpoint_every` evaluations, and
     whenever the run stops early. `resume`: continue the run in `out` from its newest
     checkpoint (from the start if it has none); `config` must be the run's own. SIGINT and
     SIGTERM stop the run after its current chunk with a checkpoint saved
     (`RunInterrupted`); a second SIGINT stops it at once.
 
-    `loggers` (acl.loggers) are handed each chunk after the run directory has it; the
+    `loggers` (acl.run.loggers) are handed each chunk after the run directory has it; the
     caller closes them.
 
-    `devices`: how many devices the seeds are split over (None: all; acl.devices, which
+    `devices`: how many devices the seeds are split over (None: all; acl.loop.devices, which
     says how seeds that do not divide evenly are padded).
     """
     if max_seconds is not None and not max_seconds >= 0:

@@ -41,7 +41,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from acl.errors import ConfigError
+from acl.core.errors import ConfigError
 
 KINDS = ("float", "int", "bool", "choice", "floats", "ints", "any")
 """float, int, bool: one value; choice: one of `choices`; floats, ints: a list (a single
@@ -310,7 +310,7 @@ def specs(cls: Any) -> dict[str, HParam]:
 def leaf_specs(obj: Any) -> dict[str, HParam]:
     """Key -> declaration of the hyperparameters of `obj` (a dataclass or an instance)
     that are pytree leaves: the fields of a flax struct, and those of a holder's `nested`
-    params structs. The keys a vmap can sweep (acl.sweep); the others are static."""
+    params structs. The keys a vmap can sweep (acl.run.sweep); the others are static."""
     own = getattr(obj, "_flax_dataclass", False)
     out: dict[str, HParam] = {}
     for f in dataclasses.fields(obj):

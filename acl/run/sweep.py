@@ -3,7 +3,7 @@
     sweep = parse_sweep(["agent.learning_rate=1e-4,3e-4,1e-3", "teacher.mutation_std=0.1,0.2"])
     table = run_sweep(config, sweep, "runs/lr_sweep")
 
-Numeric hyperparameters are pytree leaves (acl.hparams): the agent's `hyper` struct in its
+Numeric hyperparameters are pytree leaves (acl.core.hparams): the agent's `hyper` struct in its
 state and the teacher's params (`RunData.teacher_params`). A sweep builds them once per
 combination of the swept values (the values of several keys are crossed), stacks them
 over combination x seed, and runs every combination's seeds as one vmap of the loop
@@ -33,12 +33,14 @@ import numpy as np
 import yaml
 from tqdm.auto import tqdm
 
-from acl import hparams
 from acl.agents import AGENTS
 from acl.build import build_components, run_data
 from acl.config import ExperimentConfig, parse_config
-from acl.errors import ConfigError
-from acl.experiment import (
+from acl.core import hparams
+from acl.core.errors import ConfigError
+from acl.core.hparams import HParam
+from acl.loop.train import Components, RunData, Trainer
+from acl.run.experiment import (
     TrainingDiverged,
     check_finite,
     run_summary,
@@ -46,11 +48,9 @@ from acl.experiment import (
     write_chunk,
     write_summary_and_plot,
 )
-from acl.hparams import HParam
-from acl.loggers import close_all, make_loggers
-from acl.results import RunDir, format_mean_se, format_table
+from acl.run.loggers import close_all, make_loggers
+from acl.run.results import RunDir, format_mean_se, format_table
 from acl.teachers import TEACHERS
-from acl.train import Components, RunData, Trainer
 
 SWEEP_FILE = "sweep.csv"
 SWEEP_SPEC_FILE = "sweep.json"
@@ -214,7 +214,7 @@ def run_sweep(
     """Run every combination of `sweep` (key -> values) x the config's seeds as one vmap.
 
     Writes one run directory per combination under `out` (named by `combination_name`),
-    sweep.csv and sweep.json; `log` names acl.loggers backends, one logger per
+    sweep.csv and sweep.json; `log` names acl.run.loggers backends, one logger per
     combination. A combination whose loss or return becomes non-finite is recorded as
     diverged (its metrics are still written); the others run on. Returns sweep.csv's rows.
     """
