@@ -7,6 +7,14 @@
 the final observation). Steps never auto-reset: the curriculum loop owns resets, so an
 instance always restarts on the task it was handed. Everything a teacher may change
 lives in `params`, filled by the pure `task_to_params(task, base_params)`.
+
+What an env can do beyond that is declared here, never probed: a typed variant that the
+env subclasses (`GoalTaskEnv`, `StartTaskEnv`, `LevelTaskEnv`, `LevelEditorEnv`,
+`ImageDirectionObservation`; callers check it with `isinstance`), or a member whose
+default says the env lacks it (`unfeasible_bounds`, `trivial_bounds` and `easy_task`
+None; `has_oracle_action`, `GoalTaskEnv.has_valid_goals`,
+`LevelTaskEnv.has_level_edits` and `has_level_editor` False, and their methods raising
+a ConfigError that names the env). docs/envs.md tables what each teacher family needs.
 """
 
 from __future__ import annotations
@@ -15,9 +23,16 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from gymnax.environments import environment, spaces
 
+from acl.core.errors import ConfigError
 from acl.core.spaces import Box
+
+
+def _lacking(env, member: str, what: str) -> ConfigError:
+    """The error for a capability `env` does not declare: names the env and the member."""
+    return ConfigError(f"env {env.name or type(env).__name__!r} has no {member}: {what}")
 
 
 class TaskEnv:
@@ -36,6 +51,19 @@ class TaskEnv:
     """Lowest and highest achievable episode return, for rescaling to [0, 1]."""
     max_episode_steps: int
     """Time limit of one episode; the length of an evaluation rollout."""
+
+    unfeasible_bounds: Box | None = None
+    """A widened task space most of which no policy masters: the benchmark's "unfeasible"
+    challenge (acl.build.make_challenge builds it; acl.teachers.challenge wraps the
+    teacher). None: the env declares none."""
+    trivial_bounds: Box | None = None
+    """A widened task space most of which is mastered already: the "trivial" challenge.
+    None: the env declares none."""
+    easy_task: tuple[float, ...] | None = None
+    """A task an expert calls easy: the mean of the "high" expert's prior
+    (acl.build.make_challenge). None: the task space's default task stands in."""
+    has_oracle_action: bool = False
+    """Whether `oracle_action` gives a shortest-path action (JSRL's oracle guide)."""
 
     def default_params(self) -> Any:
         raise NotImplementedError
@@ -63,6 +91,11 @@ class TaskEnv:
         """Params for a batch of tasks, shape [N, D] -> params with leading axis N."""
         base = self.default_params()
         return jax.vmap(lambda t: self.task_to_params(t, base))(tasks)
+
+    def oracle_action(self, obs: jax.Array) -> jax.Array:
+        """[..., O] -> [...] int32: an action on a shortest path to the task's end;
+        jittable. Only where `has_oracle_action`."""
+        raise _lacking(self, "oracle_action", "no shortest-path oracle (has_oracle_action)")
 
 
 class GymnaxTaskEnv(TaskEnv):
@@ -103,7 +136,8 @@ class GoalTaskEnv(TaskEnv):
     (achieved, goal) pair exactly as `step` does. All four broadcast over leading axes
     and are jittable. Goal generators (acl.teachers.svgg) read and write the goal part
     of a task with `goal_from_task` and `task_with_goal`, also broadcasting and
-    jittable.
+    jittable, and draw replacement goals with `sample_valid_goals` where the env knows
+    its valid goals (`has_valid_goals`).
     """
 
     goal_dim: int
@@ -111,6 +145,10 @@ class GoalTaskEnv(TaskEnv):
     terminates_on_goal: bool = False
     """Whether `step` terminates on reaching the goal; HER then recomputes `terminated`
     of a relabelled transition as `goal_reached` for its new goal."""
+    has_valid_goals: bool = False
+    """Whether the env knows its set of valid goals (the mazes' free space), which
+    `sample_valid_goals` draws from and `goal_grid` lists. Without it a goal teacher
+    draws goals uniformly over its goal box."""
 
     def achieved_goal(self, obs: jax.Array) -> jax.Array:
         """[..., O] -> [..., G]: the goal the observed state has reached."""
@@ -142,6 +180,16 @@ class GoalTaskEnv(TaskEnv):
         e.g. the start, kept). Inverse of `goal_from_task`:
         goal_from_task(task_with_goal(t, g)) == g."""
         raise NotImplementedError
+
+    def sample_valid_goals(self, key: jax.Array, n: int) -> jax.Array:
+        """[n, G] goals drawn (near-)uniformly over the valid goals; jittable. Only where
+        `has_valid_goals`."""
+        raise _lacking(self, "sample_valid_goals", "no set of valid goals (has_valid_goals)")
+
+    def goal_grid(self) -> np.ndarray:
+        """[M, G] float32: a fixed, regular set of valid goals (the goals of the "success
+        coverage" metric). Only where `has_valid_goals`."""
+        raise _lacking(self, "goal_grid", "no set of valid goals (has_valid_goals)")
 
 
 class PositionGoalObservation:
@@ -196,9 +244,115 @@ class StartTaskEnv(TaskEnv):
         raise NotImplementedError
 
 
-def random_tasks(env, key: jax.Array, n: int, **generator_kwargs) -> jax.Array:
-    """[n, D] float32 random tasks of `env`: its level generator (`sample_tasks(key, n,
-    **generator_kwargs)`, the maze's) where it has one, else uniform over its task space."""
-    if callable(getattr(env, "sample_tasks", None)):
-        return env.sample_tasks(key, n, **generator_kwargs).astype(jnp.float32)
+class LevelEditorEnv:
+    """An env whose episodes build one level of a `LevelTaskEnv`, a placement per step:
+    PAIRED's adversary acts in it (`LevelTaskEnv.level_editor` makes one).
+
+    It has no task space (every episode starts from the empty map) and a fixed episode
+    length `max_episode_steps`, whose last step is terminated; the reward is always 0
+    (the adversary's regret comes from the students). The observation [..., O] is a map
+    [H, W, C] (`grid_shape`), the time step (one of `num_time_steps` values) and a noise
+    vector, flattened; `split_observation` undoes that for an encoder with a conv over
+    the map and an embedding of the time step (recurrent PPO's GridTimeEncoder).
+    """
+
+    name: str = ""
+    max_episode_steps: int
+    grid_shape: tuple[int, int, int]
+    """(H, W, C): the shape of the observation's map."""
+    num_time_steps: int
+    """How many values the observation's time step takes."""
+
+    def default_params(self) -> Any:
+        raise NotImplementedError
+
+    def reset(self, key: jax.Array, params: Any = None) -> tuple[jax.Array, Any]:
+        raise NotImplementedError
+
+    def step(self, key: jax.Array, state: Any, action: jax.Array, params: Any = None):
+        raise NotImplementedError
+
+    def observation_space(self) -> spaces.Box:
+        raise NotImplementedError
+
+    def action_space(self) -> spaces.Discrete:
+        raise NotImplementedError
+
+    def split_observation(self, obs: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """[..., O] -> (map [..., H, W, C], time [...] int32, noise [..., Z])."""
+        raise NotImplementedError
+
+    def level(self, state: Any) -> Any:
+        """The level built so far, as its env's params (complete once terminated)."""
+        raise NotImplementedError
+
+
+class LevelTaskEnv(TaskEnv):
+    """A TaskEnv whose tasks are levels of an H x W grid with walls, drawn by a generator
+    of its own (the maze): the host of the UED teachers.
+
+    `sample_tasks` is its domain randomisation (dr, plr, robust_plr, and sfl's random
+    levels), `edit_tasks` ACCEL's level edits (`has_level_edits`), and `level_editor`
+    the env PAIRED's adversary builds levels in (`has_level_editor`). Tasks are the
+    env's own, [n, D]; `sample_tasks` and `edit_tasks` are jittable.
+    """
+
+    height: int
+    width: int
+    """The level grid's rows and columns."""
+    num_walls: int
+    """Walls of a generated level when the caller names no number (the generator's
+    default)."""
+    has_level_edits: bool = False
+    """Whether `edit_tasks` makes small edits of levels (ACCEL)."""
+    has_level_editor: bool = False
+    """Whether `level_editor` builds a level editor env (PAIRED)."""
+
+    @property
+    def task_dim(self) -> int:
+        """D: the size of one level as a task."""
+        return self.task_space.dim
+
+    def sample_tasks(
+        self, key: jax.Array, n: int, num_walls: jax.Array | int | None = None
+    ) -> jax.Array:
+        """[n, D] generated levels as tasks, `num_walls` walls each (None: the env's
+        `num_walls`; it may be traced)."""
+        raise NotImplementedError
+
+    def edit_tasks(self, key: jax.Array, tasks: jax.Array, num_edits: int) -> jax.Array:
+        """Levels tasks [n, D] -> [n, D], each with `num_edits` (static) small edits.
+        Only where `has_level_edits`."""
+        raise _lacking(self, "edit_tasks", "no level edits (has_level_edits)")
+
+    def level_editor(
+        self, num_wall_steps: int | None = None, noise_dim: int | None = None
+    ) -> LevelEditorEnv:
+        """The env in which an adversary builds this env's levels (None keeps the
+        editor's defaults); host side. Only where `has_level_editor`."""
+        raise _lacking(self, "level_editor", "no level editor (has_level_editor)")
+
+
+class ImageDirectionObservation:
+    """The observation half of an env that sees an egocentric image and its heading (the
+    maze): obs [..., V * V * C + K] is the image [V, V, C] (`image_shape`) flattened,
+    then a one-hot direction [K]. Conv encoders (recurrent PPO's ImageDirectionEncoder)
+    read it through `split_observation`."""
+
+    image_shape: tuple[int, int, int]
+    """(V, V, C): the observation image's shape."""
+
+    def split_observation(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """[..., O] -> (image [..., V, V, C], direction [...] int32)."""
+        raise NotImplementedError
+
+
+def random_tasks(
+    env: TaskEnv, key: jax.Array, n: int, num_walls: jax.Array | int | None = None
+) -> jax.Array:
+    """[n, D] float32 random tasks of `env`: its level generator (`LevelTaskEnv`, with
+    `num_walls` walls; None: the env's own) where it has one, else uniform over its task
+    space (`num_walls` unused)."""
+    if isinstance(env, LevelTaskEnv):
+        return env.sample_tasks(key, n, num_walls).astype(jnp.float32)
     return env.task_space.sample_uniform(key, n).astype(jnp.float32)

@@ -5,7 +5,7 @@ layouts, task space, goal reward and goal/start protocols, but the body is a rig
 sphere with mass and momentum whose wall contacts Brax resolves.
 
 World: the unit square [0, 1]^2, x to the right and y upwards. Every wall of
-`point_maze.LAYOUTS[layout]`, and each side of the square, is a fixed axis-aligned box
+`planar_tasks.LAYOUTS[layout]`, and each side of the square, is a fixed axis-aligned box
 (a Brax world geom) around its segment, `WALL_HALF_THICKNESS` = 0.01 thick on each side
 and past each end. So the default `u_maze` has the box [-0.01, 0.71] x [0.49, 0.51]
 inside, and the free space is [0.01, 0.99]^2 less the inner walls.
@@ -57,7 +57,6 @@ Helpers: `is_valid_position`, `valid_position`, `goal_grid`, `sample_valid_goals
 
 from __future__ import annotations
 
-import difflib
 import warnings
 from typing import Any
 
@@ -68,17 +67,15 @@ from flax import struct
 from gymnax.environments import spaces
 
 from acl.core.errors import ConfigError
-from acl.core.spaces import UNIT, Box
 from envs._checks import positive_int
-from envs.base import GoalTaskEnv, StartTaskEnv
-from envs.point_maze import (
+from envs.planar_tasks import (
     BOUNDARY,
-    DEFAULT_TASKS,
     LAYOUTS,
-    SNAP_GRID,
+    MARGIN_SLACK,
     SOLIDS,
     PlanarStartGoalTasks,
     StartGoalParams,
+    check_layout,
 )
 from envs.registry import ENVS
 
@@ -101,8 +98,6 @@ MAX_SPEED = 2.0
 """Bound of the observed velocities: twice the terminal speed, for the contact transients."""
 PIPELINES = ("spring", "positional", "generalized", "mjx")
 """Brax pipelines the env can step with (`brax.<name>.pipeline`)."""
-MARGIN_SLACK = 1e-6
-"""Rounding slack of the valid-margin test, so points exactly goal_tolerance away count."""
 
 
 BraxGoalParams = StartGoalParams
@@ -185,18 +180,15 @@ def maze_mjcf(boxes: np.ndarray) -> str:
 
 
 @ENVS.register("brax_goal")
-class BraxGoal(PlanarStartGoalTasks, GoalTaskEnv, StartTaskEnv):
+class BraxGoal(PlanarStartGoalTasks):
     """A Brax ball in a maze of box walls in [0, 1]^2; see the module docstring.
 
-    Static config: `layout` (a name in point_maze's LAYOUTS, default `u_maze`),
+    Static config: `layout` (a name in planar_tasks' LAYOUTS, default `u_maze`),
     `goal_tolerance` (0.05, also the valid margin from walls; at least RADIUS),
     `max_episode_steps` (100), `pipeline` (a name in PIPELINES, default `spring`).
     """
 
     name = "brax_goal"
-    goal_dim = 2
-    terminates_on_goal = True
-    start_dim = 2
 
     def __init__(
         self,
@@ -209,13 +201,7 @@ class BraxGoal(PlanarStartGoalTasks, GoalTaskEnv, StartTaskEnv):
             raise ConfigError(
                 f"env.pipeline: unknown Brax pipeline {pipeline!r}; one of {', '.join(PIPELINES)}"
             )
-        if layout not in LAYOUTS:
-            close = difflib.get_close_matches(str(layout), sorted(LAYOUTS), n=1, cutoff=0.4)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            raise ConfigError(
-                f"env.layout: unknown layout {layout!r}; {hint}named layouts: "
-                f"{', '.join(sorted(LAYOUTS))}"
-            )
+        check_layout(layout)
         if (
             isinstance(goal_tolerance, bool)
             or not isinstance(goal_tolerance, int | float)
@@ -243,29 +229,12 @@ class BraxGoal(PlanarStartGoalTasks, GoalTaskEnv, StartTaskEnv):
         """[S, 2, 2] wall segments (the boxes' centre lines), the square's sides last."""
         self.boxes = segments_to_boxes(segments, WALL_HALF_THICKNESS).astype(np.float32)
         """[B, 2, 2] wall boxes ((xmin, ymin), (xmax, ymax)), the square's sides last."""
-
-        centres = (np.arange(SNAP_GRID) + 0.5) / SNAP_GRID
-        snap = np.stack(np.meshgrid(centres, centres, indexing="xy"), -1).reshape(-1, 2)
-        snap = snap[self._valid_np(snap)].astype(np.float32)
-        if len(snap) == 0:
-            raise ConfigError(
-                f"env.goal_tolerance {goal_tolerance} leaves no valid position in layout {layout!r}"
-            )
-        self._snap = snap
-        default = np.asarray(DEFAULT_TASKS.get(layout, DEFAULT_TASKS["open"]), np.float32)
-        default = default.reshape(2, 2)
-        nearest = snap[np.argmin(((default[:, None] - snap) ** 2).sum(-1), axis=1)]
-        default = np.where(self._valid_np(default)[:, None], default, nearest).reshape(-1)
-        self.task_space = Box(
-            low=(0.0,) * 4,
-            high=(1.0,) * 4,
-            names=("start_x", "start_y", "goal_x", "goal_y"),
-            units=("m",) * 4,
-            default=tuple(default.tolist()),
-            limits=(UNIT,) * 4,
+        self._init_tasks(
+            layout,
+            units="m",
+            nothing_valid=f"env.goal_tolerance {goal_tolerance} leaves no valid position in "
+            f"layout {layout!r}",
         )
-        self.success_threshold = -self.max_episode_steps + 0.5
-        self.return_bounds = (-float(self.max_episode_steps), 0.0)
         self.system = self._load_system()
         """The Brax System (static: closed over by `step`, never vmapped)."""
 
@@ -302,7 +271,7 @@ class BraxGoal(PlanarStartGoalTasks, GoalTaskEnv, StartTaskEnv):
         far = box_distance(points, jnp.asarray(self.boxes)).min(-1)
         return inside & (far >= self.goal_tolerance - MARGIN_SLACK)
 
-    # -- task and spaces -------------------------------------------------------------------
+    # -- spaces ----------------------------------------------------------------------------
 
     def observation_space(self) -> spaces.Box:
         low = jnp.array([0.0, 0.0, -MAX_SPEED, -MAX_SPEED, 0.0, 0.0], jnp.float32)
@@ -323,12 +292,6 @@ class BraxGoal(PlanarStartGoalTasks, GoalTaskEnv, StartTaskEnv):
     def with_goal(self, obs: jax.Array, goal: jax.Array) -> jax.Array:
         goal = jnp.broadcast_to(goal, obs.shape[:-1] + (2,)).astype(obs.dtype)
         return jnp.concatenate([obs[..., :4], goal], axis=-1)
-
-    # -- start protocol (reverse curriculum) ---------------------------------------------
-
-    def start_from_state(self, state: BraxGoalState) -> jax.Array:
-        """State -> [2] (x, y) of the ball (a start is at rest: the velocity is dropped)."""
-        return state.position
 
     # -- dynamics ------------------------------------------------------------------------
 
@@ -367,10 +330,7 @@ class BraxGoal(PlanarStartGoalTasks, GoalTaskEnv, StartTaskEnv):
         position, velocity = self.physics(state.position, state.velocity, action)
         state = BraxGoalState(position=position, velocity=velocity, time=state.time + 1)
         obs = self._obs(state, params)
-        # Scored from the observation so that HER's relabelled rewards match exactly.
-        reached = self.goal_reached(self.achieved_goal(obs), self.desired_goal(obs))
-        reward = self.compute_reward(self.achieved_goal(obs), self.desired_goal(obs))
-        truncated = (state.time >= self.max_episode_steps) & ~reached
+        reward, reached, truncated = self.score_step(obs, state.time)
         info = {"reached": reached, "distance": jnp.linalg.norm(position - params.goal)}
         return obs, state, reward, reached, truncated, info
 
@@ -382,17 +342,8 @@ class BraxGoal(PlanarStartGoalTasks, GoalTaskEnv, StartTaskEnv):
         Walls black, the goal's tolerance disc green, the start a light blue dot, the
         ball a dark blue disc of its radius.
         """
-        image = np.full((pixels, pixels, 3), 255, np.uint8)
-        centres = (np.arange(pixels) + 0.5) / pixels
-        xs, ys = np.meshgrid(centres, centres[::-1], indexing="xy")  # row 0 is y = 1
-        grid = np.stack([xs, ys], -1)
-
-        def disc(centre, radius, colour):
-            mask = np.linalg.norm(grid - np.asarray(centre, np.float64), axis=-1) <= radius
-            image[mask] = colour
-
-        disc(params.goal, self.goal_tolerance, (60, 180, 75))
-        disc(params.start, 1.5 / pixels + 0.005, (170, 200, 255))
-        disc(state.position, max(RADIUS, 1.5 / pixels), (30, 60, 200))
+        image, grid = self._draw_points(
+            params, state.position, pixels, 1.5 / pixels + 0.005, max(RADIUS, 1.5 / pixels)
+        )
         image[box_distance(grid, np.asarray(self.boxes, np.float64)).min(-1) <= 0] = (0, 0, 0)
         return image

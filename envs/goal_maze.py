@@ -69,10 +69,10 @@ from flax import struct
 from gymnax.environments import spaces
 
 from acl.core.errors import ConfigError
-from acl.core.spaces import UNIT, Box
 from envs._checks import positive_int
-from envs.base import GoalTaskEnv, PositionGoalObservation, StartTaskEnv
+from envs.base import PositionGoalObservation
 from envs.registry import ENVS
+from envs.start_goal import StartGoalTasks, start_goal_box
 
 LAYOUTS: dict[str, str] = {
     "u_maze": """
@@ -201,7 +201,7 @@ def _bfs(free: np.ndarray, source: int) -> np.ndarray:
 
 
 @ENVS.register("goal_maze")
-class GoalMaze(PositionGoalObservation, GoalTaskEnv, StartTaskEnv):
+class GoalMaze(PositionGoalObservation, StartGoalTasks):
     """Grid maze, task = (start, goal) in normalised coordinates; see the module docstring.
 
     Static config: `layout` (a name in LAYOUTS or a text grid; default `u_maze`),
@@ -210,8 +210,9 @@ class GoalMaze(PositionGoalObservation, GoalTaskEnv, StartTaskEnv):
 
     name = "goal_maze"
     goal_dim = 2
-    terminates_on_goal = True
     start_dim = 2
+    has_valid_goals = True
+    has_oracle_action = True
 
     def __init__(self, layout: str = "u_maze", max_episode_steps: int | None = None):
         if not isinstance(layout, str):
@@ -293,16 +294,7 @@ class GoalMaze(PositionGoalObservation, GoalTaskEnv, StartTaskEnv):
         default = tuple(self.cell_to_coords(np.array(start)).tolist()) + tuple(
             self.cell_to_coords(np.array(goal)).tolist()
         )
-        self.task_space = Box(
-            low=(0.0,) * 4,
-            high=(1.0,) * 4,
-            names=("start_x", "start_y", "goal_x", "goal_y"),
-            units=("col / (W - 1)", "row / (H - 1)") * 2,
-            default=default,
-            limits=(UNIT,) * 4,
-        )
-        self.success_threshold = -self.max_episode_steps + 0.5
-        self.return_bounds = (-float(self.max_episode_steps), 0.0)
+        self.task_space = start_goal_box(default, ("col / (W - 1)", "row / (H - 1)"))
 
     # -- coordinates and helpers (numpy or jax) -----------------------------------------
 
@@ -337,6 +329,11 @@ class GoalMaze(PositionGoalObservation, GoalTaskEnv, StartTaskEnv):
     def goal_grid(self) -> np.ndarray:
         """[F, 2] float32 normalised (x, y) of every free cell: all valid goals."""
         return self.cell_to_coords(self._free_cells)
+
+    def sample_valid_goals(self, key: jax.Array, n: int) -> jax.Array:
+        """[n, 2] goals drawn uniformly from `goal_grid` (the free cells). Jittable."""
+        goals = self.goal_grid()
+        return jnp.asarray(goals)[jax.random.randint(key, (n,), 0, goals.shape[0])]
 
     def is_free(self, cell: jax.Array) -> jax.Array:
         """[..., 2] int (row, col) -> [...] bool: inside the grid and not a wall."""
@@ -413,29 +410,11 @@ class GoalMaze(PositionGoalObservation, GoalTaskEnv, StartTaskEnv):
         """Same cell: every coordinate within half a cell."""
         return jnp.all(jnp.abs(achieved - goal) * self._scale < 0.5, axis=-1)
 
-    def compute_reward(self, achieved: jax.Array, goal: jax.Array) -> jax.Array:
-        return jnp.where(self.goal_reached(achieved, goal), 0.0, -1.0).astype(jnp.float32)
-
-    def goal_from_task(self, task: jax.Array) -> jax.Array:
-        """[..., 4] -> [..., 2]: the task's goal (x, y), as handed out (not mapped)."""
-        return jnp.asarray(task)[..., 2:4]
-
-    def task_with_goal(self, task: jax.Array, goal: jax.Array) -> jax.Array:
-        """[..., 4], [..., 2] -> [..., 4]: the task with goal (x, y) replaced."""
-        task = jnp.asarray(task)
-        goal = jnp.broadcast_to(goal, task.shape[:-1] + (2,)).astype(task.dtype)
-        return jnp.concatenate([task[..., :2], goal], axis=-1)
-
     # -- start protocol (reverse curriculum) --------------------------------------------
 
     def start_from_state(self, state: GoalMazeState) -> jax.Array:
         """State -> [2] normalised (x, y) of the agent's cell."""
         return self.cell_to_coords(state.cell)
-
-    def task_with_start(self, task: jax.Array, start: jax.Array) -> jax.Array:
-        """[..., 4], [..., 2] -> [..., 4]: the task with start (x, y) replaced."""
-        start = jnp.broadcast_to(start, task.shape[:-1] + (2,)).astype(task.dtype)
-        return jnp.concatenate([start, task[..., 2:4]], axis=-1)
 
     def start_distance(self, starts: jax.Array, task: jax.Array) -> jax.Array:
         """starts [..., 2], task [4] -> [...] float32: BFS steps from each start's cell
@@ -468,14 +447,10 @@ class GoalMaze(PositionGoalObservation, GoalTaskEnv, StartTaskEnv):
         cell = self._unflat(flat)
         time = state.time + 1
         obs = self._observation(cell, params)
-        # Scored from the observation so that HER's relabelled rewards match exactly.
-        reached = self.goal_reached(self.achieved_goal(obs), self.desired_goal(obs))
-        reward = self.compute_reward(self.achieved_goal(obs), self.desired_goal(obs))
-        terminated = reached
-        truncated = (time >= self.max_episode_steps) & ~terminated
+        reward, reached, truncated = self.score_step(obs, time)
         state = GoalMazeState(cell=cell, time=time)
         info = {"reached": reached, "distance": self.shortest_path_distance(cell, params.goal)}
-        return obs, state, reward, terminated, truncated, info
+        return obs, state, reward, reached, truncated, info
 
     # -- rendering ----------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Held-out mazes of the UED literature, for zero-shot evaluation of the maze (envs/maze.py).
+"""Held-out mazes of the UED literature, for zero-shot evaluation of the maze (envs/maze/).
 
 Fixed layouts (13 x 13), one text file each in envs/levels/ (the format of
 `Level.from_text`; each file's header names where the layout comes from): SixteenRooms,

@@ -1,4 +1,4 @@
-"""MiniGrid interop for the maze (envs/maze.py), both ways, with the real `minigrid` package.
+"""MiniGrid interop for the maze (envs/maze/), both ways, with the real `minigrid` package.
 
 From MiniGrid: `level_from_minigrid(env_or_id, seed)` resets one of minigrid's own envs and
 reads its grid into a `Level` (the outer ring of walls dropped: outside the maze is wall

@@ -65,8 +65,8 @@ from gymnax.environments import spaces
 from acl.core.errors import ConfigError
 from acl.core.spaces import Box
 from envs._checks import positive_int
-from envs.base import GoalTaskEnv
 from envs.registry import ENVS
+from envs.start_goal import SparseGoalReward
 
 NUM_ACTIONS = 9
 MAX_DISTANCE = 2.0
@@ -90,7 +90,7 @@ class PointReachState:
 
 
 @ENVS.register("point_reach")
-class PointReach(GoalTaskEnv):
+class PointReach(SparseGoalReward):
     """A point reaching a goal at (distance, bearing) from the origin; see the module
     docstring.
 
@@ -100,7 +100,6 @@ class PointReach(GoalTaskEnv):
 
     name = "point_reach"
     goal_dim = 2
-    terminates_on_goal = True
 
     def __init__(
         self,
@@ -144,9 +143,8 @@ class PointReach(GoalTaskEnv):
             low=(TRIVIAL_MIN_DISTANCE, 0.0), field_name="trivial_bounds"
         )
         self.easy_task = (0.2, np.pi)
-        """The expert's easy task (acl.benchmark.challenges): a goal a few steps away."""
-        self.success_threshold = -self.max_episode_steps + 0.5
-        self.return_bounds = (-float(self.max_episode_steps), 0.0)
+        """The expert's easy task (`TaskEnv.easy_task`, read by acl.build.make_challenge):
+        a goal a few steps away."""
 
     # -- tasks ---------------------------------------------------------------------------
 
@@ -195,9 +193,6 @@ class PointReach(GoalTaskEnv):
 
     def goal_reached(self, achieved: jax.Array, goal: jax.Array) -> jax.Array:
         return jnp.linalg.norm(achieved - goal, axis=-1) <= self.goal_tolerance
-
-    def compute_reward(self, achieved: jax.Array, goal: jax.Array) -> jax.Array:
-        return jnp.where(self.goal_reached(achieved, goal), 0.0, -1.0).astype(jnp.float32)
 
     def goal_from_task(self, task: jax.Array) -> jax.Array:
         """[..., 2] -> [..., 2]: the goal (x, y) of a task."""

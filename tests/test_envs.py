@@ -1,4 +1,5 @@
-"""The classic-control task envs: contract 1 (reset/step, params from tasks, vmap, truncation)."""
+"""The classic-control task envs: contract 1 (reset/step, params from tasks, vmap,
+truncation); and every registered env's declared capabilities (envs/base.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,14 @@ from gymnax.environments import spaces
 import envs
 from acl.core.errors import ConfigError
 from envs import scripted
+from envs.base import (
+    GoalTaskEnv,
+    ImageDirectionObservation,
+    LevelEditorEnv,
+    LevelTaskEnv,
+    StartTaskEnv,
+    random_tasks,
+)
 from envs.registry import ENVS, make_env
 
 # The envs that are not gymnax envs have their own test files.
@@ -332,3 +341,131 @@ def test_scripted_controllers_agree_with_the_documented_regions(compiled):
     assert np.any(np.all(on_default > env.success_threshold, axis=1))
     assert np.all(expert(spec["expert_ctrls"], spec["infeasible"]) <= env.success_threshold)
     assert bool(env.task_space.contains(jnp.array([spec["trivial"], spec["infeasible"]])).all())
+
+
+# -- declared capabilities --------------------------------------------------------------
+
+CAPABILITIES = {
+    "maze": {"levels", "level_edits", "level_editor", "image"},
+    "goal_maze": {"goals", "valid_goals", "starts", "oracle"},
+    "point_maze": {"goals", "valid_goals", "starts"},
+    "brax_goal": {"goals", "valid_goals", "starts"},
+    "point_reach": {"goals", "challenges", "easy_task"},
+    "bit_flip": {"goals"},
+    "stump_tracks": {"challenges"},
+    "cartpole": {"challenges"},
+    "pendulum": {"challenges"},
+    "mountain_car_continuous": {"challenges"},
+    "acrobot": {"challenges"},
+    "toy_bandit": set(),
+}
+"""What each registered env declares (docs/envs.md's table of teacher families)."""
+
+
+def _declared(env) -> set[str]:
+    """The capability names `env` declares, read from the contract's members only."""
+    kind = type(env)
+    found = set()
+    if issubclass(kind, LevelTaskEnv):
+        found |= {"levels"}
+        found |= {"level_edits"} if kind.has_level_edits else set()
+        found |= {"level_editor"} if kind.has_level_editor else set()
+    if issubclass(kind, ImageDirectionObservation):
+        found.add("image")
+    if issubclass(kind, GoalTaskEnv):
+        found |= {"goals", "valid_goals"} if kind.has_valid_goals else {"goals"}
+    if issubclass(kind, StartTaskEnv):
+        found.add("starts")
+    if issubclass(kind, envs.TaskEnv):
+        found |= {"oracle"} if kind.has_oracle_action else set()
+        if env.unfeasible_bounds is not None and env.trivial_bounds is not None:
+            found.add("challenges")
+        if env.easy_task is not None:
+            found.add("easy_task")
+    return found
+
+
+def test_the_capability_table_lists_every_registered_env():
+    assert set(ENVS.names()) == set(CAPABILITIES)
+
+
+@pytest.mark.parametrize("name", sorted(CAPABILITIES))
+def test_every_env_declares_its_capabilities(name):
+    factory = ENVS.get(name)
+    # brax_goal declares everything on its class; building it would load Brax.
+    env = object.__new__(factory) if name == "brax_goal" else make_env(name)
+    assert _declared(env) == CAPABILITIES[name]
+
+
+class _GeneratorOnly(LevelTaskEnv):
+    """A level env with a generator and nothing else."""
+
+    name = "generator_only"
+
+
+def test_an_undeclared_capability_is_a_config_error_naming_the_env():
+    key = jax.random.PRNGKey(0)
+    with pytest.raises(ConfigError, match="'cartpole' has no oracle_action"):
+        make_env("cartpole").oracle_action(jnp.zeros(4))
+    with pytest.raises(ConfigError, match="'point_reach' has no sample_valid_goals"):
+        make_env("point_reach").sample_valid_goals(key, 3)
+    with pytest.raises(ConfigError, match="'bit_flip' has no goal_grid"):
+        make_env("bit_flip").goal_grid()
+    level_env = _GeneratorOnly()
+    with pytest.raises(ConfigError, match="'generator_only' has no edit_tasks"):
+        level_env.edit_tasks(key, jnp.zeros((2, 3)), 1)
+    with pytest.raises(ConfigError, match="'generator_only' has no level_editor"):
+        level_env.level_editor()
+
+
+def test_the_mazes_level_editor_is_a_level_editor_env_of_that_maze():
+    maze = make_env("maze", height=5, width=6)
+    editor = maze.level_editor(num_wall_steps=3, noise_dim=2)
+    assert isinstance(editor, LevelEditorEnv) and editor.maze is maze
+    assert editor.grid_shape == (5, 6, 4) and editor.num_time_steps == 6
+    assert maze.task_dim == maze.task_space.dim == 5 * 6 + 5
+    with pytest.raises(ConfigError, match="maze_editor.maze must be a Maze env"):
+        type(editor)(make_env("cartpole"))
+
+
+def test_random_tasks_use_the_level_generator_where_there_is_one():
+    key = jax.random.PRNGKey(3)
+    maze = make_env("maze", height=5, width=5, num_walls=4)
+    tasks = random_tasks(maze, key, 6)
+    np.testing.assert_array_equal(tasks, maze.sample_tasks(key, 6))
+    walls = np.asarray(maze.params_for_tasks(tasks).wall_map).sum((1, 2))
+    np.testing.assert_array_equal(walls, 4)
+    fewer = np.asarray(maze.params_for_tasks(random_tasks(maze, key, 6, num_walls=1)).wall_map)
+    np.testing.assert_array_equal(fewer.sum((1, 2)), 1)
+    cartpole = make_env("cartpole")
+    np.testing.assert_array_equal(
+        random_tasks(cartpole, key, 6, num_walls=1), cartpole.task_space.sample_uniform(key, 6)
+    )
+
+
+def test_goal_mazes_valid_goals_are_its_free_cells_drawn_uniformly():
+    env = make_env("goal_maze")
+    key = jax.random.PRNGKey(4)
+    grid = env.goal_grid()
+    goals = np.asarray(jax.jit(env.sample_valid_goals, static_argnums=1)(key, 500))
+    # The same draw as a uniform index into the grid (the goal teachers' former fallback).
+    expected = np.asarray(jnp.asarray(grid)[jax.random.randint(key, (500,), 0, grid.shape[0])])
+    np.testing.assert_array_equal(goals, expected)
+    on_grid = (goals[:, None] == grid[None]).all(-1).any(-1)
+    assert on_grid.all() and len({tuple(g) for g in goals.tolist()}) == len(grid)
+
+
+@pytest.mark.parametrize("name", ["goal_maze", "point_maze"])
+def test_start_goal_tasks_read_and_write_their_halves(name):
+    env = make_env(name, max_episode_steps=30)
+    tasks = jnp.array([[0.1, 0.2, 0.3, 0.4], [0.5, 0.6, 0.7, 0.8]])
+    goal, start = jnp.array([0.9, 0.95]), jnp.array([0.05, 0.15])
+    with_goal = env.task_with_goal(tasks, goal)
+    np.testing.assert_array_equal(env.goal_from_task(with_goal), jnp.broadcast_to(goal, (2, 2)))
+    np.testing.assert_array_equal(with_goal[:, :2], tasks[:, :2])
+    with_start = env.task_with_start(tasks, start)
+    np.testing.assert_array_equal(with_start, tasks.at[:, :2].set(start))
+    assert env.terminates_on_goal and env.success_threshold == -29.5
+    assert env.return_bounds == (-30.0, 0.0)
+    reward = env.compute_reward(jnp.array([[0.3, 0.4], [0.0, 1.0]]), jnp.array([0.3, 0.4]))
+    np.testing.assert_array_equal(reward, [0.0, -1.0])

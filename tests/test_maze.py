@@ -1,4 +1,4 @@
-"""The UED maze (envs/maze.py), its editor (envs/maze_editor.py) and held-out mazes
+"""The UED maze (envs/maze/), its editor (envs/maze/editor.py) and held-out mazes
 (envs/maze_levels.py): env contract over a vmap of levels, the egocentric view, the
 MiniGrid reward, task encoding, the random-level generator, the BFS, the editor's levels,
 the level files, rendering.
@@ -33,6 +33,7 @@ from envs.maze import (
     WALL,
     Level,
     Maze,
+    MazeEditor,
     MazeParams,
     is_valid_level,
     level_to_params,
@@ -41,7 +42,6 @@ from envs.maze import (
     shortest_path_length,
     stack_params,
 )
-from envs.maze_editor import MazeEditor
 from envs.maze_levels import (
     EVALUATION,
     HELD_OUT,

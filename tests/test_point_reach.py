@@ -8,10 +8,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from acl.benchmark.challenges import ChallengedTeacher
 from acl.build import make_train
 from acl.config import parse_config
 from acl.core.errors import ConfigError
+from acl.teachers.challenge import ChallengedTeacher
 from envs import make_env
 from envs.scripted import episode_return
 
@@ -116,7 +116,7 @@ def test_the_test_set_is_the_same_under_every_challenge(env_name):
         )
         trainer = make_train(config)
         assert isinstance(trainer.teacher, ChallengedTeacher) == bool(challenge)
-        sets.append(trainer.test_tasks)
+        sets.append(trainer.evaluation.test_tasks)
     for tasks in sets[1:]:
         np.testing.assert_array_equal(tasks, sets[0])
     env = make_env(env_name)
@@ -156,6 +156,6 @@ def test_test_box_errors(box, match):
 
 def test_test_box_sets_the_grid():
     config = parse_config({"env": "point_reach", "eval": {"task_low": [1.8, 0.0]}})
-    tasks = make_train(config).test_tasks
+    tasks = make_train(config).evaluation.test_tasks
     assert tasks.shape == (100, 2)
     np.testing.assert_allclose(np.unique(tasks[:, 0]), 1.81 + 0.02 * np.arange(10), atol=1e-5)

@@ -1,6 +1,7 @@
-"""PAIRED's level editor for the maze (envs/maze.py): a policy builds a level step by step.
+"""PAIRED's level editor for the maze: a policy builds a level step by step.
 
-The env contract of envs/base.py (reset / step, no auto-reset), for an adversary:
+The level editor contract of envs/base.py (`LevelEditorEnv`: reset / step, no
+auto-reset), for an adversary:
 
 - Actions: Discrete(H * W), a cell index, row-major (row = a // W, col = a % W).
 - Step 0 places the goal on the chosen cell; step 1 the agent (on the goal's cell it goes
@@ -36,7 +37,8 @@ from gymnax.environments import spaces
 
 from acl.core.errors import ConfigError
 from envs._checks import non_negative_int, positive_int
-from envs.maze import Maze, MazeParams
+from envs.base import LevelEditorEnv, LevelTaskEnv
+from envs.maze.levels import MazeParams
 
 DEFAULT_WALL_STEPS = 50
 """dcd's PAIRED adversary places up to 50 walls (n_clutter) in a 13 x 13 maze."""
@@ -64,24 +66,22 @@ class MazeEditorState:
     """Steps taken (placements made)."""
 
 
-class MazeEditor:
+class MazeEditor(LevelEditorEnv):
     """Builds `maze`'s levels one cell per step; see the module docstring.
 
-    Static config: `maze` (the Maze env whose levels it builds; default `Maze()`,
-    13 x 13), `num_wall_steps` (50), `noise_dim` (50).
+    Static config: `maze` (the Maze env whose levels it builds; `Maze.level_editor`
+    passes itself), `num_wall_steps` (50), `noise_dim` (50).
     """
 
     name = "maze_editor"
 
     def __init__(
         self,
-        maze: Maze | None = None,
+        maze: LevelTaskEnv,
         num_wall_steps: int = DEFAULT_WALL_STEPS,
         noise_dim: int = DEFAULT_NOISE_DIM,
     ):
-        if maze is None:
-            maze = Maze()
-        if not isinstance(maze, Maze):
+        if not isinstance(maze, LevelTaskEnv):
             raise ConfigError(f"maze_editor.maze must be a Maze env, got {type(maze).__name__}")
         self.maze = maze
         self.height, self.width = maze.height, maze.width
