@@ -9,14 +9,14 @@ that could poison later samples.
 Keywords of `check_teacher` for teachers beyond the box tasks of `SPACE`:
 - `space=`: the task space handed to `make_teacher` and checked against (an env's, e.g.
   `Maze(6, 6).task_space` for level teachers); default `SPACE`.
-- `make_rollout=`: `make_rollout(key, tasks [n, D])` -> `acl.agents.common.Transition`
-  [T, n], the `rollout` every `update` gets (teachers that score levels, PLR and PAIRED,
-  read it); pure JAX (it is vmapped over seeds). Default: `fake_rollout(key, n)` (random
-  rewards and dones, `extras.value`).
+- `make_rollout=`: `make_rollout(key, tasks [n, D])` -> `acl.core.types.Transition`
+  [T, n], the `UpdateContext.rollout` every `update` gets (teachers that score levels,
+  PLR and PAIRED, read it); pure JAX (it is vmapped over seeds). Default:
+  `fake_rollout(key, n)` (random rewards and dones, `extras.value`).
 - `make_student=`: `make_student(key)` -> the agent state every `update` gets as
-  `student` (teachers that evaluate the student, SFL, act with it through their run's
-  agent); pure JAX. Default: `tiny_student(key)`, a real agent state of a small PPO,
-  which teachers that ignore the student only have to accept.
+  `UpdateContext.student` (teachers that evaluate the student, SFL, act with it through
+  their run's agent); pure JAX. Default: `tiny_student(key)`, a real agent state of a
+  small PPO, which teachers that ignore the student only have to accept.
 
 Every update's feedback carries a random task-pool count `handed_out` in [0, batch].
 
@@ -35,11 +35,10 @@ import numpy as np
 from flax import struct
 
 from acl.agents import AGENTS
-from acl.agents.common import ValueSpec
 from acl.core.spaces import Box
-from acl.core.types import Feedback, SampleInfo, Transition
+from acl.core.types import Feedback, SampleInfo, Transition, ValueEstimates, ValueSpec
 from acl.teachers import TEACHERS
-from acl.teachers.base import RunContext, Teacher
+from acl.teachers.base import RunContext, Teacher, UpdateContext
 
 SPACE = Box(low=(-1.0, 0.0, 10.0), high=(1.0, 5.0, 20.0), names=("a", "b", "c"))
 
@@ -121,9 +120,9 @@ def random_feedback(
 
 
 @struct.dataclass
-class RolloutExtras:
-    """What a rollout reader needs of an agent's `extras`: its value estimates [T, N] and
-    how it discounts (`ValueSpec`, each [T, N])."""
+class RolloutExtras(ValueEstimates):
+    """What a rollout reader needs of an agent's `extras`: its declared value estimates
+    [T, N] and how it discounts (`ValueSpec`, each [T, N])."""
 
     value: jax.Array
     value_spec: ValueSpec | None = None
@@ -229,7 +228,7 @@ def check_teacher(
     module docstring.
     Returns the unbatched run's last state, to check that work happened."""
     teacher = make_teacher(space)
-    assert isinstance(teacher, Teacher), "teacher lacks part of the protocol"
+    assert isinstance(teacher, Teacher), "a teacher subclasses acl.teachers.base.Teacher"
     params = teacher.default_params()
     # Traced, not run: eagerly, each of init's ops would compile on its own.
     state = jax.eval_shape(teacher.init, jax.random.PRNGKey(0), params)
@@ -297,9 +296,9 @@ def jitted(teacher):
 @cache_if_hashable
 def loop_update(teacher, make_rollout=None, make_student=None):
     """`update_fn(state, tasks, feedback, step, key)`, teacher.update as the RL loop calls
-    it: with a rollout (`make_rollout`, default `fake_rollout`), a task pool's
-    handed-out count and the student's agent state (`make_student`, default
-    `tiny_student`), drawn from `key`; and update_fn jitted, once per equal teacher."""
+    it: with an `UpdateContext` of a rollout (`make_rollout`, default `fake_rollout`) and
+    the student's agent state (`make_student`, default `tiny_student`), and a task pool's
+    handed-out count, drawn from `key`; and update_fn jitted, once per equal teacher."""
     make_rollout = make_rollout or (lambda key, tasks: fake_rollout(key, tasks.shape[0]))
     make_student = make_student or tiny_student
 
@@ -311,7 +310,8 @@ def loop_update(teacher, make_rollout=None, make_student=None):
         rollout = make_rollout(rollout_key, tasks)
         # A key of its own: the other keys, and so every teacher's draws, stay as they were.
         student = make_student(jax.random.fold_in(key, 3))
-        return teacher.update(state, update_key, tasks, feedback, rollout, step, student=student)
+        context = UpdateContext(rollout=rollout, student=student)
+        return teacher.update(state, update_key, tasks, feedback, step, context)
 
     return update_fn, jax.jit(update_fn)
 

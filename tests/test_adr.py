@@ -34,7 +34,7 @@ def make_state(low=BOX_LOW, high=BOX_HIGH, teacher=TEACHER, **params):
 def run_records(state, tasks, returns, mask=None, teacher=TEACHER):
     _, _, update = jitted(teacher)
     records = feedback(tasks, returns, mask)
-    return update(state, jax.random.PRNGKey(1), records.task, records, None, jnp.int32(0))
+    return update(state, jax.random.PRNGKey(1), records.task, records, jnp.int32(0))
 
 
 def on_boundary(dim: int, value: float, count: int) -> np.ndarray:

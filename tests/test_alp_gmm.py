@@ -236,8 +236,8 @@ def abstract_seeds(teacher, num_seeds, batch):
 
 def test_fit_is_a_real_cond_under_vmap(teacher):
     states, tasks, fb = abstract_seeds(teacher, 3, 8)
-    vupdate = jax.vmap(teacher.update, in_axes=(0, None, 0, 0, None, None))
-    jaxpr = jax.make_jaxpr(vupdate)(states, KEY, tasks, fb, None, jnp.int32(0)).jaxpr
+    vupdate = jax.vmap(teacher.update, in_axes=(0, None, 0, 0, None))
+    jaxpr = jax.make_jaxpr(vupdate)(states, KEY, tasks, fb, jnp.int32(0)).jaxpr
     assert contains_cond(jaxpr)
 
 

@@ -11,22 +11,26 @@ import numpy as np
 import pytest
 from flax import struct
 
-from acl.benchmark.challenges import (
+from acl.agents.ppo import make_ppo
+from acl.build import build_components, challenge_data, make_challenge, make_train
+from acl.config import ChallengeSpec
+from acl.core.errors import ConfigError
+from acl.core.spaces import Box
+from acl.core.types import default_info
+from acl.loop.train import Components
+from acl.teachers import TEACHERS
+from acl.teachers.base import RunContext, Teacher, UpdateContext
+from acl.teachers.challenge import (
     NUM_INTERVALS,
-    ChallengeSpec,
-    make_challenge,
     rugged_permutation,
     teacher_space,
     to_env,
     to_teacher,
     with_challenge,
 )
-from acl.build import build_components, challenge_data, make_train
-from acl.core.errors import ConfigError
-from acl.core.spaces import Box
-from acl.core.types import default_info
-from acl.loop.train import Components, Trainer
+from acl.teachers.jsrl import Guide, GuidedActor
 from envs import make_env
+from envs.base import TaskEnv
 from tests.conftest import tiny_config
 
 CARTPOLE = make_env("cartpole")
@@ -48,7 +52,9 @@ def test_bounds_challenges_map_the_unit_cube_onto_the_declared_boxes():
 
 
 def test_an_env_without_declared_bounds_has_no_unfeasible_challenge():
-    class Bare:
+    class Bare(TaskEnv):
+        """A task env that declares no challenge bounds (TaskEnv's None)."""
+
         name = "bare"
         task_space = Box(low=(0.0,), high=(1.0,))
 
@@ -115,6 +121,34 @@ def test_teacher_space_is_the_unit_cube_with_the_env_default_inside():
     )
 
 
+class StillGuide(Guide):
+    def act(self, obs, key):
+        return jnp.zeros(obs.shape[:1], jnp.int32)
+
+
+def test_the_wrapper_declares_what_its_teacher_can_do():
+    space = teacher_space(CARTPOLE.task_space)
+    challenge = make_challenge(CARTPOLE, ChallengeSpec("default", expert="high"))
+
+    def challenged(name: str, **config):
+        inner = TEACHERS.get(name)(task_space=space, context=RunContext(), **config)
+        return inner, with_challenge(inner, CARTPOLE.task_space)
+
+    # A teacher that takes a prior gets the challenge's, one that takes none keeps its params.
+    inner, teacher = challenged("alp_gmm")
+    assert teacher.configured_teacher is inner and inner.takes_prior
+    assert bool(teacher.params_for(challenge).inner.use_prior)
+    inner, teacher = challenged("random")
+    assert teacher.configured_teacher is inner and not inner.takes_prior
+    assert teacher.params_for(challenge).inner == inner.default_params()
+    # The student wrapper is the inner teacher's (none for the challenge itself).
+    student = make_ppo()
+    assert teacher.wrap_student(student) is student
+    _, guided = challenged("jsrl", guide=StillGuide(), guide_horizon=3)
+    wrapped = guided.wrap_student(student)
+    assert isinstance(wrapped, GuidedActor) and wrapped.agent is student
+
+
 # -- in the loop ------------------------------------------------------------------------
 
 CORNERS = jnp.array([[0.1, 0.3, 0.6], [0.9, 0.55, 0.2], [0.4, 0.8, 0.95]], jnp.float32)
@@ -127,7 +161,7 @@ class WitnessState:
 
 
 @dataclass(frozen=True)
-class WitnessTeacher:
+class WitnessTeacher(Teacher):
     """Hands out three fixed teacher-space points, and checks every feedback task is one."""
 
     task_space: Box
@@ -141,7 +175,7 @@ class WitnessTeacher:
     def sample(self, state, key, n):
         return state, CORNERS[jax.random.randint(key, (n,), 0, 3)], default_info(n)
 
-    def update(self, state, key, tasks, feedback, rollout, step, student=None):
+    def update(self, state, key, tasks, feedback, step, context=UpdateContext()):
         distance = jnp.abs(feedback.task[:, None, :] - CORNERS[None]).max(-1).min(-1)
         own = jnp.all(jnp.where(feedback.mask, distance == 0.0, True))
         return WitnessState(state.only_own_tasks & own, state.records + feedback.count)
@@ -155,7 +189,7 @@ def test_the_teacher_never_sees_an_env_task_and_the_env_gets_the_true_one():
     base = build_components(config)
     space = base.env.task_space
     witness = with_challenge(WitnessTeacher(teacher_space(space)), space)
-    trainer = Trainer(config, Components(base.env, witness, base.agent))
+    trainer = make_train(config, Components(base.env, witness, base.agent))
     ch = make_challenge(trainer.env, ChallengeSpec("rugged"), seed=0)
     carry = trainer.jit_init_seeds()(trainer.seed_keys(), challenge_data(trainer, ch))
     carry, metrics = trainer.jit_run_chunk_seeds()(carry)

@@ -14,7 +14,7 @@ from acl.core.errors import ConfigError
 from acl.core.spaces import Box
 from acl.teachers import TEACHERS
 from acl.teachers.covar_gmm import make_covar_gmm
-from experiments import reference_teachers as ref
+from experiments.papers import reference_teachers as ref
 from tests.gmm_oracle import ours_from_init, sklearn_from_init
 from tests.teacher_harness import (
     SPACE,
@@ -57,8 +57,8 @@ def teacher():
 
 def test_fit_is_a_real_cond_under_vmap(teacher):
     states, tasks, fb = abstract_seeds(teacher, 3, 8)
-    vupdate = jax.vmap(teacher.update, in_axes=(0, None, 0, 0, None, None))
-    jaxpr = jax.make_jaxpr(vupdate)(states, KEY, tasks, fb, None, jnp.int32(0)).jaxpr
+    vupdate = jax.vmap(teacher.update, in_axes=(0, None, 0, 0, None))
+    jaxpr = jax.make_jaxpr(vupdate)(states, KEY, tasks, fb, jnp.int32(0)).jaxpr
     assert contains_cond(jaxpr)
 
 
@@ -136,7 +136,7 @@ def test_fit_matches_the_reference_logic():
     # Two windows, one update each, neither a fit step: the buffer holds the second.
     for step, window in enumerate(np.split(np.arange(len(tasks)), 2)):
         fb = feedback(tasks[window], rewards[window])
-        state = update(state, KEY, fb.task, fb, None, jnp.int32(step))
+        state = update(state, KEY, fb.task, fb, jnp.int32(step))
     ours = np.asarray(jax.jit(teacher.fit_points)(state), np.float64)
     ours = ours[np.argsort(ours[:, d])]  # ring order -> episode order (time column)
     points = ref.covar_gmm_points(tasks, rewards)

@@ -12,7 +12,7 @@ from acl.agents.dqn import DQN, greedy_success_rate, make_dqn
 from acl.build import make_train
 from acl.config import parse_config
 from acl.core.errors import ConfigError
-from acl.loop.train import Components, Trainer
+from acl.loop.train import Components
 from acl.teachers.random import RandomTeacher
 from envs.bit_flip import BitFlip
 from tests.conftest import tiny_config
@@ -38,7 +38,7 @@ def probe():
     env = MatchTargetOneHot()
     config = tiny_config(num_seeds=3, loop=PROBE_LOOP, eval={"num_test_tasks": 16})
     agent = make_dqn(**PROBE_AGENT)
-    trainer = Trainer(config, Components(env, RandomTeacher(env.task_space), agent))
+    trainer = make_train(config, Components(env, RandomTeacher(env.task_space), agent))
     train = jax.jit(jax.vmap(trainer.train)).lower(trainer.seed_keys()).compile()
     carry, metrics = train(trainer.seed_keys())
     return trainer, train, carry, metrics
@@ -59,7 +59,7 @@ def test_dqn_solves_the_discrete_probe_that_an_untrained_agent_fails(probe):
     untrained = np.asarray(correct(jax.jit(jax.vmap(trainer.init_agent))(trainer.seed_keys())))
     assert (untrained < 6).all(), untrained
     np.testing.assert_array_equal(correct(carry.seed.agent_state), 6)
-    targets = np.floor(np.asarray(trainer.test_tasks[:, 0]) * 6)
+    targets = np.floor(np.asarray(trainer.evaluation.test_tasks[:, 0]) * 6)
     assert len(set(targets.tolist())) >= 4
     np.testing.assert_array_equal(metrics.eval_pct_mastered[:, -1], 100.0)
     # HER off: nothing relabelled; epsilon decayed to its end value.
@@ -89,9 +89,9 @@ def test_dqn_is_registered_and_checks_its_config():
     config = tiny_config(loop=PROBE_LOOP)
     env = MatchTargetDiscrete()
     with pytest.raises(ConfigError, match="GoalTaskEnv"):
-        Trainer(config, Components(env, RandomTeacher(env.task_space), make_dqn()))
+        make_train(config, Components(env, RandomTeacher(env.task_space), make_dqn()))
     with pytest.raises(ConfigError, match="buffer_capacity"):
-        Trainer(
+        make_train(
             config,
             Components(
                 env, RandomTeacher(env.task_space), make_dqn(her_strategy="none", buffer_capacity=2)
@@ -126,7 +126,11 @@ def test_dqn_her_solves_bit_flipping_10_bits_on_3_of_3_seeds():
     # The helper agrees with the loop's evaluation on the same goals and starts.
     state = jax.tree.map(lambda x: x[0], carry.seed.agent_state)
     rate = greedy_success_rate(
-        trainer.env, trainer.agent, state, jnp.asarray(trainer.test_tasks), trainer.eval_key
+        trainer.env,
+        trainer.agent,
+        state,
+        jnp.asarray(trainer.evaluation.test_tasks),
+        trainer.evaluation.key,
     )
     assert float(rate) * 100 == pytest.approx(final[0])
     assert isinstance(trainer.env, BitFlip)

@@ -74,9 +74,7 @@ def test_labels_match_a_hand_computed_goid_set():
         part_tasks = np.concatenate([tasks[part], np.full((5, 3), np.nan)])
         part_succ = np.concatenate([succ[part], np.ones(5)])
         mask = np.arange(len(part_tasks)) < len(tasks[part])
-        state = update(
-            state, None, part_tasks, records(part_tasks, part_succ, mask), None, jnp.int32(0)
-        )
+        state = update(state, None, part_tasks, records(part_tasks, part_succ, mask), jnp.int32(0))
 
     labels = state.labels
     rows = np.asarray(labels.data)[np.asarray(labels.valid)]
@@ -135,7 +133,7 @@ def test_generator_moves_onto_the_goid_band():
         k_sample, k_success = jax.random.split(key)
         state, tasks, _ = teacher.sample(state, k_sample, 128)
         success = jax.random.uniform(k_success, (128,)) < success_probability(tasks)
-        return teacher.update(state, None, tasks, records(tasks, success), None, jnp.int32(0))
+        return teacher.update(state, None, tasks, records(tasks, success), jnp.int32(0))
 
     for i in range(40):
         state = round_(state, jax.random.PRNGKey(100 + i))
@@ -158,7 +156,7 @@ def test_gan_trains_only_on_its_period():
     for step in range(9):
         state, tasks, _ = sample(state, jax.random.PRNGKey(step), 16)
         success = np.arange(16) % 2 == 0
-        state = update(state, None, tasks, records(tasks, success), None, jnp.int32(step))
+        state = update(state, None, tasks, records(tasks, success), jnp.int32(step))
         counts.append(int(state.gan_updates))
     assert counts == [0, 0, 1, 1, 1, 2, 2, 2, 3]
     assert int(state.labels.count) == 0  # emptied by the last training

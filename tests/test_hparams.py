@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from flax import struct
 
-from acl import hparams_docs
 from acl.agents import AGENTS
 from acl.config import check_kwargs, config_keys, parse_config
 from acl.core import hparams
@@ -21,6 +20,7 @@ from acl.core.spaces import Box
 from acl.teachers import TEACHERS
 from acl.teachers.base import RunContext, class_factory
 from envs import ENVS
+from experiments.tools import hparams_docs
 
 SPACE = Box((0.0, -1.0), (2.0, 1.0))
 
@@ -174,13 +174,14 @@ def test_documented_teacher_defaults_are_what_the_factory_builds(name):
     "name", ["dr", "plr", "robust_plr", "accel", "svgg", "random_goal", "paired"]
 )
 def test_documented_defaults_of_env_teachers_are_what_the_factory_builds(name):
+    from acl.build import make_agent
     from acl.loop.rollout import play
     from acl.teachers.paired import PAIREDOptions
     from envs.goal_maze import GoalMaze
     from envs.maze import Maze
 
     env = GoalMaze() if name in ("svgg", "random_goal") else Maze(height=6, width=6)
-    context = RunContext(env=env, play=play, num_envs=2)
+    context = RunContext(env=env, play=play, num_envs=2, make_agent=make_agent)
     factory = TEACHERS.get(name)
     teacher = factory(task_space=env.task_space, context=context)
     # PAIRED's factory-only keys build its learners and editor: no teacher field holds them.
@@ -215,7 +216,7 @@ def test_the_option_pages_list_every_registered_key_and_env():
 def test_the_option_pages_are_up_to_date():
     for page, text in hparams_docs.pages().items():
         assert (hparams_docs.DOCS / page).read_text() == text, (
-            f"docs/{page} is out of date: run python -m acl.hparams_docs"
+            f"docs/{page} is out of date: run acl hparams-docs"
         )
 
 

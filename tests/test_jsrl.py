@@ -9,12 +9,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from acl.agents.base import Agent
 from acl.agents.ppo import PPOExtras, make_ppo
 from acl.core.errors import ConfigError
 from acl.core.types import Feedback, Transition
 from acl.loop.rollout import collect, start_slots
 from acl.teachers import TEACHERS
 from acl.teachers.jsrl import (
+    Guide,
     GuidedActor,
     GuidedExtras,
     JSRLParams,
@@ -33,16 +35,23 @@ MAZE = GoalMaze("u_maze", max_episode_steps=6)
 hand-over is seen in every episode."""
 
 
-class StubGuide:
+class StubGuide(Guide):
     """A guide the teacher-only tests never run."""
 
     def act(self, obs, key):
         return jnp.zeros(obs.shape[:1], jnp.int32)
 
 
-class AntiOracleAgent:
+class AntiOracleAgent(Agent):
     """Always an action the oracle would not take, so the executed action tells who chose
-    it: the oracle guide (oracle_action) or this agent (oracle_action + 1 mod 4)."""
+    it: the oracle guide (oracle_action) or this agent (oracle_action + 1 mod 4). It
+    learns nothing."""
+
+    def init(self, key, obs_space, action_space):
+        return jnp.zeros(())
+
+    def update(self, state, batch, key, axis_name=None):
+        return state, {}
 
     def initial_carry(self, n, tasks=None):
         return jnp.zeros((n, 0))
@@ -249,7 +258,7 @@ def test_curriculum_lowers_h_when_the_threshold_is_met_and_not_otherwise():
         valid = [True] * len(returns) if mask is None else list(mask)
         pad = 8 - len(returns)
         fb = records(returns + [np.nan] * pad, h, valid + [False] * pad)
-        return update(state, KEY, fb.task, fb, None, jnp.int32(0))
+        return update(state, KEY, fb.task, fb, jnp.int32(0))
 
     def h_handed_out(state):
         _, tasks, _ = teacher.sample(state, jax.random.PRNGKey(1), 6)
@@ -263,10 +272,10 @@ def test_curriculum_lowers_h_when_the_threshold_is_met_and_not_otherwise():
     state = step(state, [0.5, 1.0], h=10, mask=[True, False])  # full; no best yet: advance
     assert int(state.stage) == 1 and h_handed_out(state) == 8
     assert bool(state.has_best) and float(state.best) == pytest.approx(0.5)
-    assert int(state.window_count) == 0
+    assert int(state.window.count) == 0
 
     state = step(state, [1.0] * 4, h=10)  # late episodes of the previous stage: ignored
-    assert int(state.stage) == 1 and int(state.window_count) == 0
+    assert int(state.stage) == 1 and int(state.window.count) == 0
     state = step(state, [0.3] * 4, h=8)  # full window, 0.3 < best - tolerance = 0.4
     assert int(state.stage) == 1 and h_handed_out(state) == 8
     state = step(state, [0.3] * 4, h=8)
@@ -315,7 +324,7 @@ def test_random_variant_draws_h_uniformly_per_episode():
     )
     assert float(teacher.snapshot(state)["guide_steps"]) == pytest.approx(h.mean(), rel=1e-5)
     # The random variant never runs a curriculum.
-    state = teacher.update(state, KEY, tasks[:8], records([1.0] * 8, 3), None, jnp.int32(0))
+    state = teacher.update(state, KEY, tasks[:8], records([1.0] * 8, 3), jnp.int32(0))
     assert int(state.stage) == 0 and int(state.episodes_seen) == 8
 
 
@@ -346,6 +355,7 @@ def test_is_registered_and_gets_the_env_from_the_loop():
         (dict(env=MAZE, variant="reverse"), "variant"),
         (dict(env=MAZE, guide="expert"), "oracle or saved"),
         (dict(env=MAZE, guide="saved"), "guide_run"),
+        (dict(env=MAZE, guide="saved", guide_run="runs/x"), "RunContext.load_agent"),
         (dict(env=MAZE, guide_epsilon=1.5), "guide_epsilon"),
         (dict(env=MAZE, n_stages=0), "n_stages"),
         (dict(env=MAZE, window=-1), "window"),
@@ -362,8 +372,16 @@ def test_config_errors(kwargs, message):
 
 
 def test_saved_run_guide_missing(tmp_path):
+    from acl.build import load_run_agent_state
+
     with pytest.raises(ConfigError, match="not a finished run"):
-        make_jsrl(MAZE.task_space, env=MAZE, guide="saved", guide_run=str(tmp_path))
+        make_jsrl(
+            MAZE.task_space,
+            env=MAZE,
+            load_agent=load_run_agent_state,
+            guide="saved",
+            guide_run=str(tmp_path),
+        )
 
 
 # -- guides -----------------------------------------------------------------------------------
@@ -385,7 +403,7 @@ def test_oracle_guide_follows_shortest_paths_and_its_noise_is_uniform():
 
 
 def test_saved_agent_guide_plays_the_saved_greedy_policy(tmp_path):
-    from acl.build import make_train
+    from acl.build import make_train, run_context
     from acl.run.results import RunDir
     from tests.conftest import tiny_config
 
@@ -397,8 +415,10 @@ def test_saved_agent_guide_plays_the_saved_greedy_policy(tmp_path):
     run.save_agent(jax.device_get(states))
 
     env = trainer.env
+    # The run's context reads the run directory (acl.build.load_run_agent_state).
+    context = run_context(config, env)
     teacher = make_jsrl(
-        env.task_space, env=env, guide="saved", guide_run=str(tmp_path), guide_seed=1
+        env.task_space, context, guide="saved", guide_run=str(tmp_path), guide_seed=1
     )
     assert teacher.guide_horizon == 12  # the env's episode-length limit
     obs = jax.random.uniform(jax.random.PRNGKey(0), (64, 4))
@@ -409,7 +429,7 @@ def test_saved_agent_guide_plays_the_saved_greedy_policy(tmp_path):
     played = jax.jit(teacher.guide.act)(obs, jax.random.PRNGKey(3))
     np.testing.assert_array_equal(played, greedy)
     with pytest.raises(ConfigError, match="guide_seed"):
-        make_jsrl(env.task_space, env=env, guide="saved", guide_run=str(tmp_path), guide_seed=2)
+        make_jsrl(env.task_space, context, guide="saved", guide_run=str(tmp_path), guide_seed=2)
 
 
 # -- the loop ---------------------------------------------------------------------------------
@@ -442,9 +462,9 @@ def test_loop_runs_the_guide_and_the_teacher_sees_its_returns():
 
 def test_experiment_config_builds_every_method_without_compiling():
     from acl.config import load_yaml
-    from experiments.jsrl import DEFAULT_CONFIG, make_trainer, parse
+    from experiments.papers.jsrl import COMMAND, make_trainer, parse
 
-    config = parse(load_yaml(DEFAULT_CONFIG))
+    config = parse(load_yaml(COMMAND.default_config))
     teachers = {}
     for method in config.methods:
         trainer, task, distance = make_trainer(config, method)
@@ -468,7 +488,7 @@ def test_jsrl_learns_the_hard_task_where_scratch_ppo_does_not(tmp_path, capsys):
     does not (seeds 0 and 1; both fail from scratch at this budget)."""
     import json
 
-    from experiments.jsrl import main
+    from experiments.papers.jsrl import main
 
     argv = ["--methods", "jsrl", "scratch", "--seeds", "2", "--out", str(tmp_path)]
     # The README's budget, where JSRL has settled (0.96 over 8 seeds); at 200k it is still

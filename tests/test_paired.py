@@ -10,10 +10,13 @@ import numpy as np
 import pytest
 from flax import struct
 
+from acl.agents.base import Agent
+from acl.build import make_agent
 from acl.core.errors import ConfigError
 from acl.core.types import Transition
 from acl.loop.rollout import play
 from acl.teachers import TEACHERS
+from acl.teachers.base import UpdateContext
 from acl.teachers.paired import EpisodeReturns, episode_returns, make_paired, regret
 from envs.maze import Maze, is_valid_level
 from tests.teacher_harness import RolloutExtras, check_teacher
@@ -36,7 +39,7 @@ def tiny_paired(space=MAZE.task_space, **kwargs):
         "noise_dim": 4,
         **kwargs,
     }
-    return make_paired(space, env=MAZE, play=play, **options)
+    return make_paired(space, env=MAZE, play=play, make_agent=make_agent, **options)
 
 
 def hand_rollout(reward, done) -> Transition:
@@ -60,7 +63,7 @@ class LinearExtras:
     value: jax.Array
 
 
-class LinearAgent:
+class LinearAgent(Agent):
     """The agent contract at a fraction of PPO's compile cost: a linear softmax policy
     (uniform at init) taking one policy-gradient step per update. For the tests of the
     teacher's plumbing (sampling; the harness: jit, vmap over seeds, shapes, masked
@@ -79,7 +82,7 @@ class LinearAgent:
         action = jax.random.categorical(key, obs @ state)
         return action, carry, LinearExtras(value=jnp.zeros(obs.shape[:1]))
 
-    def update(self, state, batch, key):
+    def update(self, state, batch, key, axis_name=None):
         def loss(weights):
             log_p = jax.nn.log_softmax(batch.obs @ weights)
             taken = jnp.take_along_axis(log_p, batch.action[..., None], -1)[..., 0]
@@ -185,7 +188,9 @@ def test_update_trains_adversary_and_antagonist_on_the_regret(adversary):
     def run(key):
         state = teacher.init(key, teacher.default_params())
         state, tasks, _ = teacher.sample(state, jax.random.PRNGKey(1), n)
-        after = teacher.update(state, key, tasks, None, rollout, jnp.int32(0))
+        after = teacher.update(
+            state, key, tasks, None, jnp.int32(0), UpdateContext(rollout=rollout)
+        )
         return state, after, teacher.snapshot(after)
 
     state, after, snapshot = run(jax.random.PRNGKey(0))
@@ -209,6 +214,7 @@ def test_is_registered_and_builds_from_config_keys():
         MAZE.task_space,
         env=MAZE,
         play=play,
+        make_agent=make_agent,
         antagonist_kwargs=TINY,
         clip_regret=False,
         num_envs=4,
@@ -221,6 +227,7 @@ def test_is_registered_and_builds_from_config_keys():
         MAZE.task_space,
         env=MAZE,
         play=play,
+        make_agent=make_agent,
         adversary_agent="ppo",
         student_agent="ppo",
         student_kwargs={**TINY, "total_updates": 7},
@@ -283,12 +290,13 @@ def test_recurrent_adversary_sees_the_map_through_a_conv_and_the_time_step_embed
         ({"num_wall_steps": -2}, "num_wall_steps"),
         ({"antagonist_agent": "dqn", "adversary_agent": "ppo"}, "num_envs"),
         ({"adversary_agent": "recurrent_ppo"}, "num_envs"),
-        ({"adversary_agent": object()}, "lacks init"),
+        ({"adversary_agent": object()}, "an agent name or an Agent"),
+        ({"make_agent": None}, "RunContext.make_agent"),
         ({"adversary_agent": LinearAgent(), "adversary_kwargs": {"a": 1}}, "only for a named"),
     ],
 )
 def test_config_errors(kwargs, message):
-    options = {"env": MAZE, "play": play, **kwargs}
+    options = {"env": MAZE, "play": play, "make_agent": make_agent, **kwargs}
     with pytest.raises(ConfigError, match=message):
         make_paired(MAZE.task_space, **options)
 
@@ -300,7 +308,7 @@ def test_task_space_must_hold_the_mazes_levels():
 
 def test_update_without_a_rollout_is_an_error():
     with pytest.raises(ValueError, match="rollout"):
-        tiny_paired().update(None, KEY, jnp.zeros((4, MAZE.task_dim)), None, None, jnp.int32(0))
+        tiny_paired().update(None, KEY, jnp.zeros((4, MAZE.task_dim)), None, jnp.int32(0))
 
 
 @pytest.mark.slow  # compiles of init, sample and update, jitted and vmapped over seeds

@@ -7,12 +7,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from acl.agents.common import ValueSpec
 from acl.build import make_train
 from acl.core.errors import ConfigError
-from acl.core.types import Transition
+from acl.core.types import Transition, ValueSpec
 from acl.teachers import TEACHERS
 from acl.teachers.plr import EDIT, NEW, REPLAY, LevelStats, level_stats
+from envs.base import LevelTaskEnv
 from envs.maze import Maze
 from tests.conftest import tiny_config
 from tests.teacher_harness import RolloutExtras, check_teacher
@@ -312,8 +312,12 @@ def test_accel_edits_the_replayed_levels_after_a_replay(accel):
 # -- config ----------------------------------------------------------------------------
 
 
-class _NoEdits:
+class _NoEdits(LevelTaskEnv):
+    """A level env with a generator but no level edits (`has_level_edits` left False)."""
+
+    name = "no_edits"
     task_space = SPACE
+    num_walls = ENV.num_walls
 
     def sample_tasks(self, key, n, num_walls=None):
         return ENV.sample_tasks(key, n, num_walls)
@@ -344,7 +348,7 @@ def test_update_without_rollout_is_a_config_error():
     teacher = make("plr", capacity=4)
     state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
     with pytest.raises(ConfigError, match="rollout"):
-        teacher.update(state, KEY, levels(2), None, None, 0)
+        teacher.update(state, KEY, levels(2), None, 0)
 
 
 # -- the shared harness (slow: each teacher compiles its own sample and update) --------
@@ -390,6 +394,6 @@ def test_accel_runs_in_the_loop():
     carry, metrics = trainer.jit_run_chunk_seeds()(carry)
     snapshot = jax.tree.map(np.asarray, metrics.teacher_snapshot)
     batches = [int(snapshot[f"batches_{kind}"][0]) for kind in ("new", "replay", "edit")]
-    assert sum(batches) == trainer.iterations_per_chunk and batches[0] >= 1
+    assert sum(batches) == trainer.schedule.iterations_per_chunk and batches[0] >= 1
     assert 0 < int(snapshot["size"][0]) <= 16
     assert all(np.isfinite(np.asarray(v, np.float64)).all() for v in snapshot.values())

@@ -9,7 +9,8 @@ import pytest
 
 from acl.agents.common import RunningMeanStd, gae, shuffled_minibatches
 from acl.agents.ppo import make_ppo
-from acl.loop.train import Components, Trainer
+from acl.build import make_train
+from acl.loop.train import Components
 from acl.teachers.random import RandomTeacher
 from tests.conftest import tiny_config
 from tests.probe_envs import ConstantRewardTruncated, MatchTargetContinuous, MatchTargetDiscrete
@@ -72,7 +73,7 @@ def train_probe(env, agent_kwargs, loop, num_seeds=2):
         total_updates=loop["total_env_steps"] // (loop["num_envs"] * loop["num_steps"]),
         **agent_kwargs,
     )
-    trainer = Trainer(config, Components(env, RandomTeacher(env.task_space), agent))
+    trainer = make_train(config, Components(env, RandomTeacher(env.task_space), agent))
     carry, metrics = jax.jit(jax.vmap(trainer.train))(trainer.seed_keys())
     return trainer, carry, metrics
 
@@ -102,7 +103,7 @@ def test_value_bootstraps_through_time_limit_truncation():
     agent = make_ppo(
         total_updates=128, learning_rate=3e-3, gamma=0.9, num_minibatches=2, anneal_lr=False
     )
-    trainer = Trainer(config, Components(env, RandomTeacher(env.task_space), agent))
+    trainer = make_train(config, Components(env, RandomTeacher(env.task_space), agent))
     carry = trainer.jit_init_seeds()(trainer.seed_keys())
     # PPO's hyperparameters are leaves of its state: one program runs seed 0 with reward
     # scale 1 and seed 1 with 0.5.
@@ -111,7 +112,7 @@ def test_value_bootstraps_through_time_limit_truncation():
     agent_state = agent_state.replace(hyper=agent_state.hyper.replace(reward_scale=scales))
     carry = carry.replace(seed=carry.seed.replace(agent_state=agent_state))
     run_chunk = trainer.jit_run_chunk_seeds()
-    for _ in range(trainer.num_chunks):
+    for _ in range(trainer.schedule.num_chunks):
         carry, _ = run_chunk(carry)
     value = jax.vmap(lambda state: trainer.agent.value(state, jnp.ones((1, 1)))[0])
     # reward_scale / (1 - 0.9); a value that stopped at the time limit would be ~0.41 of it.

@@ -13,10 +13,11 @@ from gymnax.environments import spaces
 from acl.agents import AGENTS
 from acl.agents.ppo import PPOExtras, make_ppo
 from acl.agents.recurrent_ppo import episode_starts, make_recurrent_ppo
+from acl.build import make_train
 from acl.core.errors import ConfigError
 from acl.core.types import Transition
 from acl.loop.rollout import collect, start_slots
-from acl.loop.train import Components, Trainer
+from acl.loop.train import Components
 from acl.teachers.random import RandomTeacher
 from envs.maze import Maze
 from tests.conftest import tiny_config
@@ -164,9 +165,9 @@ def train_recall(agent_name: str, agent_kwargs: dict):
     env = RecallCue()
     updates = loop["total_env_steps"] // (loop["num_envs"] * loop["num_steps"])
     agent = AGENTS.get(agent_name)(total_updates=updates, **agent_kwargs)
-    trainer = Trainer(config, Components(env, RandomTeacher(env.task_space), agent))
+    trainer = make_train(config, Components(env, RandomTeacher(env.task_space), agent))
     _, metrics = jax.jit(jax.vmap(trainer.train))(trainer.seed_keys())
-    cues = trainer.test_tasks[:, 0] > 0.5
+    cues = trainer.evaluation.test_tasks[:, 0] > 0.5
     return metrics, max(cues.mean(), 1 - cues.mean())
 
 

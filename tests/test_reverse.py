@@ -218,7 +218,7 @@ def test_labelling_keeps_starts_with_success_in_range():
     state, feedback, order = hand_built_round(teacher)
     update = jitted(teacher)[2]
     # Step 0 is mid-round (updates_per_round = 2): counts only, no expansion.
-    mid = update(state, KEY, None, feedback, None, jnp.int32(0))
+    mid = update(state, KEY, None, feedback, jnp.int32(0))
     expected = np.array([RECORDS[n] for n in order])
     np.testing.assert_array_equal(mid.attempts, expected[:, 0])
     np.testing.assert_array_equal(mid.successes, expected[:, 1])
@@ -228,7 +228,7 @@ def test_labelling_keeps_starts_with_success_in_range():
     assert good == KEEP + ["A"]
     assert np.asarray(teacher.first_copies(mid)).sum() == len(CELLS)
     # Step 1 ends the round: the good starts join the buffer after the seed.
-    after = update(state, KEY, None, feedback, None, jnp.int32(1))
+    after = update(state, KEY, None, feedback, jnp.int32(1))
     assert int(after.rounds) == 1 and int(after.last_good) == 3
     assert int(after.buffer_count) == 4
     kept = MAZE.cell_to_coords(np.array([CELLS[n] for n in KEEP], np.int32))
@@ -239,7 +239,7 @@ def test_labelling_keeps_starts_with_success_in_range():
 def test_expansion_stays_within_brownian_horizon_of_good_starts():
     teacher = maze_teacher()
     state, feedback, _ = hand_built_round(teacher)
-    after = jitted(teacher)[2](state, KEY, None, feedback, None, jnp.int32(1))
+    after = jitted(teacher)[2](state, KEY, None, feedback, jnp.int32(1))
     new = np.asarray(after.batch[: teacher.n_new])
     on_grid(MAZE, new)
     good_cells = np.array([CELLS[n] for n in KEEP])
@@ -276,13 +276,13 @@ def test_a_round_without_good_start_walks_from_the_last_good_set(success):
     teacher = maze_teacher()
     state, feedback, _ = hand_built_round(teacher)
     _, _, update = jitted(teacher)
-    first = update(state, KEY, None, feedback, None, jnp.int32(1))  # A, B, E are good
+    first = update(state, KEY, None, feedback, jnp.int32(1))  # A, B, E are good
     good_cells = np.array([CELLS[n] for n in KEEP])
     kept = np.asarray(first.good_set)[np.asarray(first.good_set_mask)]
     np.testing.assert_allclose(np.sort(kept, 0), np.sort(MAZE.cell_to_coords(good_cells), 0))
     assert int(first.fallback_rounds) == 0
     # Every start of the next round is too easy (or too hard): no good start.
-    after = update(first, KEY, None, all_same_outcome(teacher, first, success), None, 3)
+    after = update(first, KEY, None, all_same_outcome(teacher, first, success), 3)
     assert int(after.rounds) == 2 and int(after.last_good) == 0
     assert int(after.fallback_rounds) == 1
     np.testing.assert_array_equal(after.good_set_mask, first.good_set_mask)
@@ -316,12 +316,12 @@ def test_fewer_than_n_rollouts_label_nothing():
     )
     update = jitted(teacher)[2]
     # At the round boundary nothing can be labelled yet: the round is extended.
-    extended = update(state, KEY, None, feedback, None, jnp.int32(1))
+    extended = update(state, KEY, None, feedback, jnp.int32(1))
     assert not np.asarray(teacher.labels(extended)["good"]).any()
     assert int(extended.rounds) == 0
     np.testing.assert_array_equal(extended.batch, state.batch)
     # N - 1 more episodes: now N or more, a rate in range, a good start.
-    after = update(extended, KEY, None, feedback, None, jnp.int32(3))
+    after = update(extended, KEY, None, feedback, jnp.int32(3))
     assert int(after.rounds) == 1 and int(after.last_good) >= 1
 
 
@@ -337,7 +337,7 @@ def test_round_without_finished_episodes_is_extended():
             mask=jnp.zeros(0, bool),
         )
     )
-    after = jitted(teacher)[2](state, KEY, None, empty, None, jnp.int32(1))
+    after = jitted(teacher)[2](state, KEY, None, empty, jnp.int32(1))
     for a, b in zip(jax.tree.leaves(after), jax.tree.leaves(state)):
         np.testing.assert_array_equal(a, b)
 
@@ -374,10 +374,10 @@ def test_a_task_pool_moves_the_cursor_back_over_the_entries_not_handed_out():
         )
     )
     # Step 0 ends no round (updates_per_round 2); 17 of the 50 entries were handed out.
-    kept = update(state, KEY, pool, no_episodes, None, jnp.int32(0))
+    kept = update(state, KEY, pool, no_episodes, jnp.int32(0))
     assert int(kept.cursor) == 50 % teacher.batch_size
     handed_17 = no_episodes.replace(handed_out=jnp.int32(17))
-    state = update(state, KEY, pool, handed_17, None, jnp.int32(0))
+    state = update(state, KEY, pool, handed_17, jnp.int32(0))
     assert int(state.cursor) == 17
     _, after, _ = sample(state, jax.random.PRNGKey(1), 5)
     np.testing.assert_array_equal(np.asarray(after), batch[17:22])
@@ -390,7 +390,7 @@ def test_reservoir_when_the_buffer_is_full():
     update = jitted(teacher)[2]
     batch = state.batch
     for _ in range(3):  # 1 seed + 3 x 3 good starts offered to 4 slots
-        state = update(state.replace(batch=batch), KEY, None, feedback, None, jnp.int32(1))
+        state = update(state.replace(batch=batch), KEY, None, feedback, jnp.int32(1))
     assert int(state.buffer_count) == 4 and int(state.buffer_seen) == 10
     on_grid(MAZE, state.buffer)
 
@@ -407,7 +407,7 @@ def test_same_key_same_curriculum():
             ones = jnp.ones(60, jnp.int32)
             success = (jnp.arange(60) % 3) == 0
             feedback = padded(Feedback(tasks, jnp.zeros(60), success, ones, ones > 0))
-            state = update(state, KEY, None, feedback, None, jnp.int32(step))
+            state = update(state, KEY, None, feedback, jnp.int32(step))
             out.append(np.asarray(tasks))
         return np.stack(out), state
 
@@ -473,9 +473,9 @@ def test_config_errors(kwargs, message):
 
 def test_experiment_config_builds_every_method_without_compiling():
     from acl.config import load_yaml
-    from experiments.reverse_curriculum import DEFAULT_CONFIG, make_trainer, parse
+    from experiments.papers.reverse_curriculum import COMMAND, make_trainer, parse
 
-    config = parse(load_yaml(DEFAULT_CONFIG))
+    config = parse(load_yaml(COMMAND.default_config))
     kinds = {}
     for method in config.methods:
         trainer, env, task, distance = make_trainer(config, method)
@@ -499,7 +499,7 @@ def test_experiment_writes_curves_and_good_starts_per_evaluation(tmp_path):
     reverse teacher's good starts are kept per evaluation (None for a baseline)."""
     import json
 
-    from experiments.reverse_curriculum import main
+    from experiments.papers.reverse_curriculum import main
 
     argv = ["--methods", "reverse", "fixed", "--seeds", "2", "--out", str(tmp_path)]
     argv += ["--set", "base.loop.total_env_steps=2048", "--set", "base.loop.eval_every=1024"]
@@ -620,10 +620,10 @@ def test_stochastic_policy_rollouts_give_intermediate_rates_where_greedy_always_
                 mask=jnp.ones(60, bool),
             )
         )
-        mid = update(state, KEY, None, feedback, None, jnp.int32(0))
+        mid = update(state, KEY, None, feedback, jnp.int32(0))
         label = teacher.labels(mid)
         rates[name] = float(label["rate"][0])
-        after = update(state, KEY, None, feedback, None, jnp.int32(1))
+        after = update(state, KEY, None, feedback, jnp.int32(1))
         rates[name + "_good"] = int(after.last_good)
     # The greedy policy always succeeds (too easy); sampled actions give a rate in range.
     assert rates["greedy"] == 1.0 and rates["greedy_good"] == 0

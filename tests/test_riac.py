@@ -48,7 +48,7 @@ def feed_one_by_one(teacher, state, tasks, returns):
     def body(state, xs):
         step, task, ret = xs
         records = feedback(task[None], ret[None])
-        return teacher.update(state, KEY, task[None], records, None, step), None
+        return teacher.update(state, KEY, task[None], records, step), None
 
     xs = (jnp.arange(len(returns), dtype=jnp.int32), jnp.asarray(tasks), jnp.asarray(returns))
     return jax.lax.scan(body, state, xs)[0]
@@ -271,7 +271,7 @@ def test_batched_updates_do_bounded_work_per_update():
         k_task, k_ret = jax.random.split(key)
         task = space.sample_uniform(k_task, k)
         ret = jax.random.normal(k_ret, (k,)) + 0.01 * step * task[:, 0]
-        new = teacher.update(state, KEY, task, feedback(task, ret), None, step)
+        new = teacher.update(state, KEY, task, feedback(task, ret), step)
         events = (new.num_splits + new.num_discards) - (state.num_splits + state.num_discards)
         # Depth of each node: the active nodes whose box contains its box.
         inside = jnp.all(

@@ -29,7 +29,7 @@ def test_box_grows_linearly_to_the_whole_space():
         highs.append(np.asarray(high))
         _, tasks, _ = teacher.sample(state, jax.random.PRNGKey(1), 500)
         assert np.all((tasks >= low) & (tasks <= high))
-        state = teacher.update(state, jax.random.PRNGKey(2), tasks, records, None, 0)
+        state = teacher.update(state, jax.random.PRNGKey(2), tasks, records, 0)
     np.testing.assert_allclose(highs[0], [0.2, 0.0], atol=1e-6)
     np.testing.assert_allclose(highs[2], [1.1, 0.5], atol=1e-6)  # halfway
     np.testing.assert_allclose(highs[4], [2.0, 1.0], atol=1e-6)

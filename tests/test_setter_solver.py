@@ -39,7 +39,7 @@ def test_judge_learns_a_separable_feasibility():
     for step in range(6):
         key, k_tasks, k_update = jax.random.split(key, 3)
         tasks = jax.random.uniform(k_tasks, (BATCH, 2))
-        state = update(state, k_update, tasks, records(tasks, tasks[:, 0] > 0.5), None, step)
+        state = update(state, k_update, tasks, records(tasks, tasks[:, 0] > 0.5), step)
     held_out = jax.random.uniform(jax.random.PRNGKey(99), (4000, 2))
     predicted = np.asarray(teacher.judge.apply(state.judge, held_out)) > 0.0
     accuracy = np.mean(predicted == (np.asarray(held_out[:, 0]) > 0.5))
@@ -58,7 +58,7 @@ def test_setter_sets_tasks_of_the_asked_feasibility():
         # Half the setter's own tasks, half uniform ones, so the judge sees the whole box.
         tasks = jnp.concatenate([tasks[: BATCH // 2], jax.random.uniform(k_uniform, (64, 2))])
         success = jax.random.uniform(k_success, (BATCH,)) < tasks[:, 0]
-        state = update(state, k_update, tasks, records(tasks, success), None, step)
+        state = update(state, k_update, tasks, records(tasks, success), step)
     z = jax.random.normal(jax.random.PRNGKey(7), (4000, 2))
     set_tasks = jax.jit(teacher.set_tasks)
     for f in (0.2, 0.5, 0.8):
@@ -85,7 +85,6 @@ def test_trains_only_on_its_period():
             jax.random.PRNGKey(50 + step),
             tasks,
             records(tasks, tasks[:, 0] > 0.5),
-            None,
             step,
         )
         trained = step % 3 == 0
@@ -104,7 +103,7 @@ def test_masked_records_stay_out_of_the_buffer():
     mask = jnp.array([True, False, True, False, False, True, False, True])
     tasks = jnp.where(mask[:, None], tasks, jnp.nan)  # garbage in the masked records
     success = jnp.array([True, True, False, True, True, True, False, False])
-    state = update(state, jax.random.PRNGKey(2), tasks, records(tasks, success, mask), None, 1)
+    state = update(state, jax.random.PRNGKey(2), tasks, records(tasks, success, mask), 1)
     buffer = state.buffer
     assert int(buffer.count) == 4 and int(state.episodes_seen) == 4
     np.testing.assert_allclose(buffer.data[:4, :2], tasks[np.asarray(mask)])

@@ -15,9 +15,10 @@ from acl.core.spaces import Box
 from acl.core.types import Transition
 from acl.loop.rollout import play
 from acl.teachers import TEACHERS
-from acl.teachers.base import RunContext
+from acl.teachers.base import RunContext, UpdateContext
 from acl.teachers.sfl import episode_successes, learnability, top_learnability
 from envs import ENVS
+from envs.base import TaskEnv
 from tests.teacher_harness import check_teacher, feedback
 
 # -- a fake env and a fake deterministic rollout ----------------------------------------
@@ -26,13 +27,14 @@ STEPS = 10
 """Rollout steps of the fake play: ten one-step episodes per level."""
 
 
-class LevelEnv:
-    """A one-number level in [0, 1]; an episode succeeds when its return beats 0.5."""
+class LevelEnv(TaskEnv):
+    """A one-number level in [0, 1] (no generator: SFL draws uniform levels); an episode
+    is one step and succeeds when its return beats 0.5."""
 
+    name = "one_number_level"
     task_space = Box(low=(0.0,), high=(1.0,), names=("p",))
-
-    def is_success(self, episode_return):
-        return episode_return > 0.5
+    success_threshold = 0.5
+    max_episode_steps = 1
 
 
 def true_rate(levels):
@@ -107,7 +109,8 @@ def test_a_refresh_keeps_the_top_levels_of_the_student_rollouts():
     params = teacher.default_params()
     state = teacher.init(KEY, params)
     key = jax.random.PRNGKey(3)
-    state = jax.jit(teacher.update)(state, key, None, None, None, jnp.int32(0), student=STUDENT)
+    context = UpdateContext(student=STUDENT)
+    state = jax.jit(teacher.update)(state, key, None, None, jnp.int32(0), context)
     # The levels the refresh drew (its convention: the first half of its key).
     drawn = teacher.random_levels(jax.random.split(key)[0], params, 32)
     rate = np.asarray(true_rate(drawn))
@@ -158,7 +161,12 @@ def test_refreshes_happen_at_steps_zero_and_every_period():
     counts = []
     for step in range(10):
         state = update(
-            state, jax.random.PRNGKey(step), None, None, None, jnp.int32(step), student=STUDENT
+            state,
+            jax.random.PRNGKey(step),
+            None,
+            None,
+            jnp.int32(step),
+            UpdateContext(student=STUDENT),
         )
         counts.append(int(state.refreshes))
     # Refreshes at steps 0, 4 and 8.
@@ -177,9 +185,8 @@ def test_the_refresh_stays_a_branch_under_a_vmap_over_seeds():
     )
 
     def update(states, keys, step):
-        return jax.vmap(lambda s, k: teacher.update(s, k, None, None, None, step, student=STUDENT))(
-            states, keys
-        )
+        context = UpdateContext(student=STUDENT)
+        return jax.vmap(lambda s, k: teacher.update(s, k, None, None, step, context))(states, keys)
 
     jaxpr = jax.make_jaxpr(update)(states, jax.random.split(KEY, 2), jnp.int32(0))
     primitives = {eqn.primitive.name for eqn in jaxpr.jaxpr.eqns}
@@ -191,7 +198,7 @@ def test_update_without_a_student_is_an_error():
     state = teacher.init(KEY, teacher.default_params())
     records = feedback(jnp.zeros((2, 1)), [0.0, 1.0])
     with pytest.raises(ConfigError, match="student"):
-        teacher.update(state, KEY, records.task, records, None, jnp.int32(0))
+        teacher.update(state, KEY, records.task, records, jnp.int32(0))
 
 
 @pytest.mark.parametrize(
@@ -224,24 +231,28 @@ def test_off_the_envs_space_update_needs_the_map_onto_env_tasks():
     teacher = TEACHERS.get("sfl")(task_space=Box(low=(0.0,), high=(2.0,)), context=context, **SMALL)
     state = teacher.init(KEY, teacher.default_params())
     with pytest.raises(ConfigError, match="env_tasks"):
-        teacher.update(state, KEY, None, None, None, jnp.int32(0), student=STUDENT)
+        teacher.update(state, KEY, None, None, jnp.int32(0), UpdateContext(student=STUDENT))
 
 
 def test_under_a_challenge_levels_are_played_through_its_map():
-    from acl.benchmark.challenges import identity_challenge, teacher_space, with_challenge
+    from acl.teachers.challenge import identity_challenge, teacher_space, with_challenge
 
     context = RunContext(env=LevelEnv(), agent=object(), play=fake_play)
     inner = TEACHERS.get("sfl")(
         task_space=teacher_space(LevelEnv.task_space), context=context, **SMALL
     )
     teacher = with_challenge(inner, LevelEnv.task_space)
-    assert teacher.maps_tasks
     # The challenge's box is the lower half of the env's: env level = u / 2.
     challenge = identity_challenge(Box(low=(0.0,), high=(0.5,)))
     state = teacher.init(KEY, teacher.params_for(challenge))
     tasks = jnp.zeros((4, 2))
     state = jax.jit(teacher.update)(
-        state, KEY, tasks, feedback(tasks, jnp.zeros(4)), None, jnp.int32(0), student=STUDENT
+        state,
+        KEY,
+        tasks,
+        feedback(tasks, jnp.zeros(4)),
+        jnp.int32(0),
+        UpdateContext(student=STUDENT),
     )
     kept = np.asarray(state.inner.levels[:, 0])
     # The buffer stays in the teacher's coordinates, each level's p is the env level's.
@@ -302,7 +313,7 @@ def test_passes_teacher_harness_with_a_real_student():
 def test_runs_through_experiments_run_and_reports_its_evaluation_steps(tmp_path):
     import yaml
 
-    from acl.snapshots import load_teacher_snapshots
+    from acl.run.snapshots import load_teacher_snapshots
     from experiments import run
 
     config = yaml.safe_load(open("experiments/configs/point_reach_fixed_hard.yaml"))

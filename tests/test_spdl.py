@@ -16,7 +16,7 @@ from acl.core.errors import ConfigError
 from acl.core.spaces import Box
 from acl.core.types import Feedback, Transition, compact_feedback
 from acl.teachers import TEACHERS
-from acl.teachers.base import RunContext
+from acl.teachers.base import RunContext, UpdateContext
 from acl.teachers.spdl import (
     KNOWN,
     STARTS_NEXT,
@@ -152,7 +152,7 @@ def run_updates(teacher, value_of, updates: int, params=None, batch: int = 128):
         records = records.replace(
             episode_return=jnp.where(records.mask, records.episode_return, jnp.nan)
         )
-        state = update(state, key, tasks, records, None, jnp.int32(i))
+        state = update(state, key, tasks, records, jnp.int32(i))
         snapshots.append(jax.tree.map(np.asarray, teacher.snapshot(state)))
     return snapshots
 
@@ -290,7 +290,8 @@ def test_update_uses_rollout_values_and_counts_env_steps():
     fb = records(done, lengths)
     update = jax.jit(teacher.update)
     # Step 0: 8 env steps after it, the offset reached: an update.
-    state = update(state, jax.random.PRNGKey(1), fb.task, fb, rollout(done, value), jnp.int32(0))
+    context = UpdateContext(rollout=rollout(done, value))
+    state = update(state, jax.random.PRNGKey(1), fb.task, fb, jnp.int32(0), context)
     assert int(state.iterations) == 1 and float(state.value_share) == 1.0
     # 12 env steps per update from the rollout's shape: the next multiple of 8 is at 16.
     done = np.zeros((6, 2), bool)
@@ -299,7 +300,7 @@ def test_update_uses_rollout_values_and_counts_env_steps():
         jax.random.PRNGKey(1),
         fb.task,
         records(done, done),
-        rollout(done, 0 * done),
         jnp.int32(1),
+        UpdateContext(rollout=rollout(done, 0 * done)),
     )
     assert int(state.iterations) == 1  # empty buffer: skipped, as TeachMyAgent does

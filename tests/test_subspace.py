@@ -14,7 +14,7 @@ from flax import struct
 from acl.core.errors import ConfigError
 from acl.core.types import Feedback, default_info
 from acl.teachers import TEACHERS
-from acl.teachers.base import RunContext
+from acl.teachers.base import RunContext, Teacher, UpdateContext
 from acl.teachers.subspace import SubspaceTeacher, make_subspace, sub_space
 from envs.point_maze import PointMaze
 
@@ -25,10 +25,12 @@ MAZE = PointMaze("s_maze", invalid_goal="keep")
 class SeenState:
     last_task: jax.Array
     last_tasks: jax.Array
+    env_tasks: jax.Array
+    """Its last tasks through its update's `context.env_tasks`."""
 
 
 @dataclass(frozen=True)
-class RecordingTeacher:
+class RecordingTeacher(Teacher):
     """Hands out the sub-box's upper corner; keeps what its update was given."""
 
     task_space: object
@@ -38,7 +40,7 @@ class RecordingTeacher:
 
     def init(self, key, params):
         d = self.task_space.dim
-        return SeenState(jnp.zeros((4, d)), jnp.zeros((4, d)))
+        return SeenState(jnp.zeros((4, d)), jnp.zeros((4, d)), jnp.zeros((4, 4)))
 
     def sample(self, state, key, n):
         return (
@@ -47,8 +49,9 @@ class RecordingTeacher:
             (default_info(n)),
         )
 
-    def update(self, state, key, tasks, feedback, rollout, step, student=None):
-        return state.replace(last_task=feedback.task, last_tasks=tasks)
+    def update(self, state, key, tasks, feedback, step, context=UpdateContext()):
+        env_tasks = context.env_tasks(tasks)
+        return state.replace(last_task=feedback.task, last_tasks=tasks, env_tasks=env_tasks)
 
     def snapshot(self, state):
         return {}
@@ -72,9 +75,15 @@ def test_goal_only_view_fixes_the_start_and_projects_feedback():
         length=jnp.ones(4, jnp.int32),
         mask=jnp.ones(4, bool),
     )
-    state = teacher.update(state, None, tasks, records, None, jnp.int32(0))
-    np.testing.assert_allclose(state.inner.last_task, played[:, 2:])
-    np.testing.assert_allclose(state.inner.last_tasks, tasks[:, 2:])
+    after = teacher.update(state, None, tasks, records, jnp.int32(0))
+    np.testing.assert_allclose(after.inner.last_task, played[:, 2:])
+    np.testing.assert_allclose(after.inner.last_tasks, tasks[:, 2:])
+    # The inner teacher's map onto env tasks puts its coordinates back on the base task,
+    # then through the map the view itself was given (a challenge's, say).
+    np.testing.assert_allclose(after.inner.env_tasks, tasks)
+    doubled = UpdateContext(env_tasks=lambda env_tasks: 2 * env_tasks)
+    after = teacher.update(state, None, tasks, records, jnp.int32(0), doubled)
+    np.testing.assert_allclose(after.inner.env_tasks, 2 * tasks)
 
 
 def test_registered_alp_gmm_over_goals_keeps_the_default_start():

@@ -17,6 +17,7 @@ from acl.core.errors import ConfigError
 from acl.core.types import Feedback, Transition
 from acl.loop.evaluation import success_coverage
 from acl.teachers import TEACHERS
+from acl.teachers.base import UpdateContext
 from acl.teachers.svgg import (
     RandomGoalTeacher,
     SVGGTeacher,
@@ -24,9 +25,9 @@ from acl.teachers.svgg import (
     kde_log_density,
     make_svgg,
     median_bandwidth,
-    ring_write,
     svgd_step,
 )
+from acl.teachers.svgg.particles import adam
 from envs.base import GoalTaskEnv, PositionGoalObservation
 from envs.bit_flip import BitFlip
 from envs.goal_maze import GoalMaze
@@ -61,7 +62,6 @@ def test_svgd_moves_particles_to_a_gaussian():
     # 100 particles on a 10 x 10 grid in [-4, -3]^2, far from the target's mean.
     axis = np.linspace(-4.0, -3.0, 10)
     x0 = np.stack(np.meshgrid(axis, axis), -1).reshape(-1, 2).astype(np.float32)
-    from acl.teachers.svgg import _adam
 
     @jax.jit
     def run(x):
@@ -69,7 +69,7 @@ def test_svgd_moves_particles_to_a_gaussian():
             x, opt = carry
             return svgd_step(x, opt, gaussian_log_prob, 0.1), None
 
-        (x, _), _ = jax.lax.scan(one, (x, _adam.init(x)), None, length=1000)
+        (x, _), _ = jax.lax.scan(one, (x, adam.init(x)), None, length=1000)
         return x
 
     x = np.asarray(run(jnp.asarray(x0)))
@@ -86,23 +86,7 @@ def test_median_bandwidth():
     np.testing.assert_allclose(median_bandwidth(x), 4.0 / np.log(4.0), rtol=1e-6)
 
 
-# -- buffers and the validity model ------------------------------------------------------------
-
-
-def test_ring_write_keeps_the_latest_valid_records():
-    buf = jnp.zeros((4, 1))
-    values = jnp.arange(1.0, 4.0)[:, None]
-    buf, head, count = ring_write(buf, 0, 0, values, jnp.array([True, False, True]))
-    np.testing.assert_array_equal(buf[:, 0], [1, 3, 0, 0])
-    assert int(head) == 2 and int(count) == 2
-    # Six more valid records into four slots: the last four survive, in ring order.
-    values = jnp.arange(10.0, 16.0)[:, None]
-    buf, head, count = ring_write(buf, head, count, values, jnp.ones(6, bool))
-    assert int(count) == 4 and int(head) == (2 + 6) % 4
-    assert sorted(np.asarray(buf[:, 0]).tolist()) == [12, 13, 14, 15]
-    # NaN in masked rows never lands.
-    buf2, _, _ = ring_write(buf, head, count, jnp.full((2, 1), jnp.nan), jnp.zeros(2, bool))
-    np.testing.assert_array_equal(buf2, buf)
+# -- the validity model ------------------------------------------------------------------------
 
 
 def test_kde_matches_a_single_gaussian():
@@ -308,15 +292,15 @@ def test_validity_data_hold_the_states_visited_on_the_way():
     path = np.stack([xs, np.full_like(xs, 0.25)], -1)
     records = feedback([[0.9, 0.25]], [False])
     state = teacher.record(state, records, walk_rollout(path), jax.random.PRNGKey(1))
-    stored = np.asarray(state.achieved[: int(state.achieved_count)])
-    assert int(state.achieved_count) == 20
+    stored = np.asarray(state.visited.data[: int(state.visited.count)])
+    assert int(state.visited.count) == 20
     np.testing.assert_allclose(np.sort(stored[:, 0]), np.sort(xs), atol=1e-6)
     # Subsampled to fit: 5 of the 20 states, all from the walk.
     few = make_svgg(MAZE.task_space, env=MAZE, validity_per_update=5, **SMALL_MAZE)
     state = few.init(jax.random.PRNGKey(0), few.default_params())
     state = few.record(state, records, walk_rollout(path), jax.random.PRNGKey(1))
-    picked = np.asarray(state.achieved[:5, 0])
-    assert int(state.achieved_count) == 5 and len(np.unique(picked)) == 5
+    picked = np.asarray(state.visited.data[:5, 0])
+    assert int(state.visited.count) == 5 and len(np.unique(picked)) == 5
     assert (np.abs(picked[:, None] - xs[None]).min(axis=1) < 1e-5).all()
 
 
@@ -353,7 +337,7 @@ def test_predictor_is_labelled_with_the_goal_the_env_used(invalid_goal):
         mask=jnp.ones(3, bool),
     )
     state = teacher.record(state, records, None)
-    stored = np.asarray(state.attempt_goal[:3])
+    stored = np.asarray(state.attempts.data[:3, :2])  # (goal [2], success) rows
     used = np.asarray(maze.task_to_params(records.task[0], None).goal)
     if invalid_goal == "snap":
         expected = np.asarray(maze.valid_position(handed_out))
@@ -363,7 +347,7 @@ def test_predictor_is_labelled_with_the_goal_the_env_used(invalid_goal):
         expected = np.asarray(handed_out)
     np.testing.assert_allclose(stored, expected, atol=1e-6)
     np.testing.assert_allclose(stored[0], used, atol=1e-6)
-    np.testing.assert_array_equal(state.attempt_success[:3], [0.0, 0.0, 1.0])
+    np.testing.assert_array_equal(state.attempts.data[:3, 2], [0.0, 0.0, 1.0])
 
 
 @pytest.mark.slow  # compiles a full update (SVGD through D_phi and the KDE): 20-40 s
@@ -379,7 +363,8 @@ def test_particles_start_near_the_start_and_move_to_intermediate_success():
     for step in range(3):
         success = jax.random.uniform(jax.random.PRNGKey(10 + step), (512,)) < 1 - distance / 0.9
         records = feedback(goals, success)
-        state = update(state, KEY, None, records, rollout(goals), jnp.int32(step))
+        context = UpdateContext(rollout=rollout(goals))
+        state = update(state, KEY, None, records, jnp.int32(step), context)
     d = np.asarray(teacher.predict_success(state, state.particles))
     # Particles gather where D is intermediate (the Beta(2, 2) mode is 0.5).
     assert 0.25 < np.median(d) < 0.75, d
@@ -515,9 +500,9 @@ def test_the_loop_hands_goal_curricula_their_env(name):
 
 def test_experiment_config_builds_every_method_without_compiling():
     from acl.config import load_yaml
-    from experiments.svgg import DEFAULT_CONFIG, make_trainer, parse
+    from experiments.papers.svgg import COMMAND, make_trainer, parse
 
-    config = parse(load_yaml(DEFAULT_CONFIG))
+    config = parse(load_yaml(COMMAND.default_config))
     kinds = {}
     for method in config.methods:
         trainer, env = make_trainer(config, method)
@@ -529,7 +514,7 @@ def test_experiment_config_builds_every_method_without_compiling():
         np.testing.assert_array_equal(changed.default_params().start, env.default_params().start)
     assert kinds == {"svgg": "SVGGTeacher", "random_goal": "RandomGoalTeacher"}
     # The issue-24 comparison: uniform_box and alp_gmm choose goals only.
-    config = parse(load_yaml(Path(DEFAULT_CONFIG).parent / "svgg_s_maze.yaml"))
+    config = parse(load_yaml(Path(COMMAND.default_config).parent / "svgg_s_maze.yaml"))
     for method in ("uniform_box", "alp_gmm"):
         trainer, env = make_trainer(config, method)
         assert type(trainer.teacher).__name__ == "SubspaceTeacher"
@@ -547,7 +532,7 @@ def test_experiment_config_builds_every_method_without_compiling():
 def test_experiment_script_end_to_end(tmp_path):
     import json
 
-    from experiments.svgg import main
+    from experiments.papers.svgg import main
 
     args = [
         "--seeds",

@@ -78,7 +78,7 @@ def test_fixed_always_hands_out_the_default_task():
     state, tasks, _ = sample(state, jax.random.PRNGKey(1), 7)
     np.testing.assert_array_equal(np.asarray(tasks), np.tile([0.5, 1.0, 12.0], (7, 1)))
     feedback = random_feedback(jax.random.PRNGKey(2), tasks)
-    state = update(state, jax.random.PRNGKey(3), tasks, feedback, None, jnp.int32(0))
+    state = update(state, jax.random.PRNGKey(3), tasks, feedback, jnp.int32(0))
     assert int(state.episodes_seen) == int(feedback.mask.sum())
 
 

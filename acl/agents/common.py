@@ -1,5 +1,6 @@
-"""Pieces every agent shares: GAE, minibatching, observation norm (the transition batch,
-`Transition`, is acl.core.types')."""
+"""Pieces every agent shares: GAE, minibatching, observation norm, the `ValueSpec` of an
+actor-critic's extras (the transition batch, `Transition`, and `ValueSpec` itself are
+acl.core.types')."""
 
 from __future__ import annotations
 
@@ -10,18 +11,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-
-@struct.dataclass
-class ValueSpec:
-    """How an actor-critic agent turns rewards into value targets, as traced leaves: its
-    `act` records them in its extras ([N], so [T, N] in a batch) so that a teacher scoring
-    levels from the rollout (PLR's GAE) uses the student's own numbers, and a sweep over
-    the agent's gamma moves the teacher too."""
-
-    gamma: jax.Array
-    gae_lambda: jax.Array
-    reward_scale: jax.Array
-    """Rewards are multiplied by this before GAE."""
+from acl.core.types import ValueSpec
 
 
 def value_spec(hyper: Any, n: int) -> ValueSpec:

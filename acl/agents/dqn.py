@@ -4,7 +4,7 @@ Agent contract:
     bind(env, num_envs)                      (host side, once; the loop calls it)
     init(key, obs_space, action_space) -> DQNState
     act(state, obs, carry, key, deterministic=False) -> (action, carry, ())
-    update(state, batch, key) -> (state, metrics)
+    update(state, batch, key, axis_name=None) -> (state, metrics)   (no device axis)
 
 It collects with the shared `acl.loop.rollout.collect`, like PPO. The replay buffer and the
 per-instance staging rows of unfinished episodes live in `DQNState`, so the curriculum
@@ -41,7 +41,7 @@ import optax
 from flax import struct
 from gymnax.environments import spaces
 
-from acl.agents.base import AGENTS
+from acl.agents.base import AGENTS, Agent, refuse_axis
 from acl.agents.episodes import run_episodes
 from acl.agents.her import STRATEGIES, HERBatch, relabel_probability, sample_her
 from acl.agents.networks import MLP
@@ -57,6 +57,7 @@ from acl.core import hparams
 from acl.core.errors import ConfigError
 from acl.core.hparams import hparam
 from acl.core.types import Transition
+from envs.base import GoalTaskEnv
 
 
 @struct.dataclass
@@ -144,11 +145,13 @@ class DQNState:
 _adam = optax.scale_by_adam()
 
 
-class DQN:
+class DQN(Agent):
     """Double DQN (+HER) over a discrete action space."""
 
     off_policy = True
     """Q-learning learns from steps another policy chose (a JSRL guide's) as well."""
+    needs_bind = True
+    """`bind` sizes the staging rows (one per instance) and gives HER the env."""
 
     def __init__(self, config: DQNConfig = DQNConfig(), hyper: DQNHyperparams = DQNHyperparams()):
         self.config = hparams.validated(config, "agent")
@@ -163,10 +166,10 @@ class DQN:
         """Tell the agent the env (HER reads its goal functions; its episode length sizes
         the buffer rows) and how many instances step together (the staging rows)."""
         c = self.config
-        if c.her_strategy != "none" and not hasattr(env, "compute_reward"):
+        if c.her_strategy != "none" and not isinstance(env, GoalTaskEnv):
             raise ConfigError(
                 f"agent.her_strategy={c.her_strategy!r} needs a goal env (GoalTaskEnv); "
-                f"'{getattr(env, 'name', type(env).__name__)}' is not one. "
+                f"'{env.name or type(env).__name__}' is not one. "
                 "Use her_strategy: none"
             )
         if num_envs > c.buffer_capacity:
@@ -256,8 +259,12 @@ class DQN:
             relabel_probability(state.hyper.her_k),
         )
 
-    def update(self, state: DQNState, batch: Transition, key: jax.Array):
-        """Store a [T, N] rollout, then `gradient_steps` steps. Returns (state, scalar metrics)."""
+    def update(
+        self, state: DQNState, batch: Transition, key: jax.Array, axis_name: str | None = None
+    ):
+        """Store a [T, N] rollout, then `gradient_steps` steps. Returns (state, scalar metrics).
+        No device axis (`averages_gradients` is False)."""
+        refuse_axis(self, axis_name)
         c, h = self.config, state.hyper
         staging, buffer = stage_rollout(state.staging, state.buffer, batch)
         steps_collected = batch.reward.shape[0] * batch.reward.shape[1]

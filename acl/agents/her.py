@@ -110,7 +110,7 @@ def sample_her(
     new_goal = env.achieved_goal(data.obs[slot, goal_state])
     achieved = env.achieved_goal(next_obs)
     relabelled_reward = env.compute_reward(achieved, new_goal)
-    if getattr(env, "terminates_on_goal", False):
+    if env.terminates_on_goal:
         relabelled_terminated = env.goal_reached(achieved, new_goal)
     else:
         relabelled_terminated = terminated

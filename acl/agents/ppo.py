@@ -4,7 +4,7 @@ Agent contract (acl.agents.base.Agent):
     init(key, obs_space, action_space) -> PPOState
     initial_carry(n, tasks) -> [n, 0], no recurrent state
     act(state, obs, carry, key, deterministic) -> (action, carry, PPOExtras)
-    update(state, batch, key) -> (state, metrics)
+    update(state, batch, key, axis_name=None) -> (state, metrics)   (averages_gradients)
 
 The pieces every PPO learner shares (recurrent PPO, acl.agents.recurrent_ppo, too) are
 module functions here: `ActionDistribution` (categorical or diagonal Gaussian),
@@ -30,8 +30,8 @@ import optax
 from flax import struct
 from gymnax.environments import spaces
 
-from acl.agents.base import AGENTS
-from acl.agents.common import RunningMeanStd, ValueSpec, gae, minibatch_epochs, value_spec
+from acl.agents.base import AGENTS, Agent
+from acl.agents.common import RunningMeanStd, gae, minibatch_epochs, value_spec
 from acl.agents.networks import (
     ACTIVATIONS,
     ActorCritic,
@@ -42,7 +42,7 @@ from acl.agents.networks import (
 )
 from acl.core import hparams
 from acl.core.hparams import hparam
-from acl.core.types import Transition
+from acl.core.types import Transition, ValueEstimates, ValueSpec
 
 
 @struct.dataclass
@@ -99,8 +99,9 @@ class PPOConfig(PPOUpdateConfig):
 
 
 @struct.dataclass
-class PPOExtras:
-    """What `act` returns beside the action; stored in the rollout batch."""
+class PPOExtras(ValueEstimates):
+    """What `act` returns beside the action; stored in the rollout batch. Its values are
+    declared (`ValueEstimates`) for the teachers that score episodes by them."""
 
     log_prob: jax.Array
     value: jax.Array
@@ -319,14 +320,21 @@ def ppo_epochs(
     return params, opt_state, update_count + learn.astype(update_count.dtype), metrics
 
 
-class PPO:
+class PPO(Agent):
     """PPO with discrete (categorical) or continuous (diagonal Gaussian) actions."""
+
+    averages_gradients = True
+    """`update(..., axis_name)` averages over the instances split across devices."""
 
     def __init__(self, config: PPOConfig = PPOConfig(), hyper: PPOHyperparams = PPOHyperparams()):
         self.config = hparams.validated(config, "agent")
         self.hyper = hparams.validated(hyper, "agent")
         self.network: ActorCritic | None = None
         self.actions: ActionDistribution | None = None
+
+    @property
+    def num_minibatches(self) -> int:
+        return self.config.num_minibatches
 
     def _build(self, obs_space: spaces.Box, action_space) -> None:
         self.actions = ActionDistribution(action_space)

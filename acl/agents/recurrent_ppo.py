@@ -1,10 +1,11 @@
 """Recurrent PPO: an encoder, an LSTM and actor-critic heads, trained on whole sequences.
 
 The student of the unsupervised-environment-design literature (PAIRED, PLR, ACCEL): on an
-env with an egocentric image and a direction (envs.maze: `image_shape` and
-`split_observation`) the encoder is a 3x3 conv with 16 filters, relu, flattened, beside a
-learned 5-dim direction embedding; on a level editor (envs.maze_editor: `grid_shape`,
-`num_time_steps` and `split_observation` into map, time step and noise) it is PAIRED's
+env with an egocentric image and a direction (an `envs.base.ImageDirectionObservation`,
+the maze's: `image_shape` and `split_observation`) the encoder is a 3x3 conv with 16
+filters, relu, flattened, beside a learned 5-dim direction embedding; on a level editor
+(an `envs.base.LevelEditorEnv`, envs.maze.editor's: `grid_shape`, `num_time_steps` and
+`split_observation` into map, time step and noise) it is PAIRED's
 adversary encoder, as dcd's: the same conv over the full map (dcd: 128 filters, PAIRED's
 teacher sets them), relu, flattened, beside a learned embedding of the time step (10-dim,
 `time_features`) and the noise vector as it is; elsewhere it is an MLP on the flat
@@ -17,7 +18,7 @@ Agent contract:
     init(key, obs_space, action_space) -> RecurrentPPOState
     initial_carry(n, tasks) -> LSTM carry (c [n, H], h [n, H]), zeros
     act(state, obs, carry, key, deterministic) -> (action, carry, RecurrentPPOExtras)
-    update(state, batch, key) -> (state, metrics)
+    update(state, batch, key, axis_name=None) -> (state, metrics)   (no device axis)
 
 The rollout (acl.loop.rollout.collect) resets an instance's carry to `initial_carry` when its
 episode ends; `update` replays each sequence from the carry the rollout had at its first
@@ -41,8 +42,8 @@ import numpy as np
 import optax
 from flax import struct
 
-from acl.agents.base import AGENTS
-from acl.agents.common import ValueSpec, value_spec
+from acl.agents.base import AGENTS, Agent, refuse_axis
+from acl.agents.common import value_spec
 from acl.agents.networks import ACTIVATIONS, ActorCritic, _orthogonal, dense
 from acl.agents.ppo import (
     ActionDistribution,
@@ -56,7 +57,8 @@ from acl.agents.ppo import (
 from acl.core import hparams
 from acl.core.errors import ConfigError
 from acl.core.hparams import hparam
-from acl.core.types import Transition
+from acl.core.types import Transition, ValueEstimates, ValueSpec
+from envs.base import ImageDirectionObservation, LevelEditorEnv
 
 RECURRENT_PPO_HYPERPARAMS = PPOHyperparams(
     learning_rate=1e-4,
@@ -75,7 +77,7 @@ CPU_STUDENT = {"lstm_size": 32}
 heads of 32) with an LSTM of 32 units instead of 256, every other key as configured.
 On 2 CPU cores, in the published loop (13 x 13 mazes, 32 envs x 256 steps), it trains at
 about 6.8x the published student's env steps/s (docs/results/ued_mini.md,
-`python -m experiments.profile_maze_student`). The LSTM is most of the student's
+`acl profile-maze-student`). The LSTM is most of the student's
 compute: its 256 x 1,024 recurrent matmul at every step, sequential in the rollout and in
 every epoch's replay. The published configs keep the published student; the mini-UED
 configs (experiments/configs/ued_mini_*.yaml) use this one."""
@@ -128,8 +130,9 @@ class RecurrentPPOConfig(PPOUpdateConfig):
 
 
 @struct.dataclass
-class RecurrentPPOExtras:
-    """What `act` returns beside the action; stored in the rollout batch."""
+class RecurrentPPOExtras(ValueEstimates):
+    """What `act` returns beside the action; stored in the rollout batch. Its values are
+    declared (`ValueEstimates`), as PPO's."""
 
     log_prob: jax.Array
     """[N] log-probability of the action taken."""
@@ -288,8 +291,11 @@ def _env_major(tree):
     return jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), tree)
 
 
-class RecurrentPPO:
+class RecurrentPPO(Agent):
     """PPO with an LSTM policy, discrete (categorical) or continuous (diagonal Gaussian)."""
+
+    needs_bind = True
+    """`bind` picks the encoder from the env and checks the sequences' minibatches."""
 
     def __init__(
         self,
@@ -303,6 +309,10 @@ class RecurrentPPO:
         self.network: RecurrentActorCritic | None = None
         self.actions: ActionDistribution | None = None
 
+    @property
+    def num_minibatches(self) -> int:
+        return self.config.num_minibatches
+
     # -- set-up (host side) --------------------------------------------------------------
 
     def bind(self, env, num_envs: int) -> None:
@@ -313,14 +323,13 @@ class RecurrentPPO:
                 f"agent.num_minibatches ({self.config.num_minibatches}) must divide "
                 f"loop.num_envs ({num_envs}): recurrent PPO's minibatches are whole sequences"
             )
-        has_split = hasattr(env, "split_observation")
-        has_image = has_split and hasattr(env, "image_shape")
-        is_editor = has_split and hasattr(env, "grid_shape") and hasattr(env, "num_time_steps")
+        has_image = isinstance(env, ImageDirectionObservation)
+        is_editor = isinstance(env, LevelEditorEnv)
         if self.config.encoder == "conv" and not (has_image or is_editor):
             raise ConfigError(
-                "agent.encoder=conv needs an env with an image observation (image_shape, "
-                "split_observation) or a level editor (grid_shape, num_time_steps, "
-                f"split_observation); '{getattr(env, 'name', env)}' has neither"
+                "agent.encoder=conv needs an env with an image observation "
+                "(envs.base.ImageDirectionObservation) or a level editor "
+                f"(envs.base.LevelEditorEnv); '{env.name}' is neither"
             )
         conv = self.config.encoder != "mlp"
         self.image_env = env if conv and has_image else None
@@ -338,7 +347,8 @@ class RecurrentPPO:
                 time_features=c.time_features,
             )
         elif self.image_env is not None:
-            # The flat observation is the image, then a one-hot direction (envs.maze).
+            # The flat observation is the image, then a one-hot direction
+            # (envs.base.ImageDirectionObservation).
             image_size = int(np.prod(self.image_env.image_shape))
             encoder = ImageDirectionEncoder(
                 num_directions=int(obs_space.shape[-1]) - image_size,
@@ -441,11 +451,19 @@ class RecurrentPPO:
             log_prob, entropy, value, steps, hyper, self.config.normalize_advantages
         )
 
-    def update(self, state: RecurrentPPOState, batch: Transition, key: jax.Array):
+    def update(
+        self,
+        state: RecurrentPPOState,
+        batch: Transition,
+        key: jax.Array,
+        axis_name: str | None = None,
+    ):
         """One PPO update on a [T, N] rollout: obs [T, N, *obs_shape], action [T, N] (or
         [T, N, A]), extras.carry ([T, N, H], [T, N, H]) of which step 0 seeds the replay.
+        No device axis (`averages_gradients` is False).
 
         Returns (state, metrics of scalars)."""
+        refuse_axis(self, axis_name)
         h = state.hyper
         first_carry = jax.tree.map(lambda c: c[0], batch.extras.carry)
         starts = episode_starts(batch.done)

@@ -35,10 +35,15 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from acl.benchmark.challenges import ChallengeSpec, make_challenge
-from acl.benchmark.report import COLUMNS, CVAR_COLUMNS
-from acl.build import build_components, challenge_data, make_train
-from acl.config import ComponentConfig, ExperimentConfig, load_yaml, parse_config
+from acl.benchmark.stats import COLUMNS, CVAR_COLUMNS
+from acl.build import build_components, challenge_data, make_challenge, make_train
+from acl.config import (
+    ChallengeSpec,
+    ComponentConfig,
+    ExperimentConfig,
+    load_yaml,
+    parse_config,
+)
 from acl.core.errors import ConfigError
 from acl.run.checkpoint import Progress, RunCheckpoints
 from acl.run.results import CHECKPOINTS, provenance, test_set_cvar_values
@@ -169,6 +174,7 @@ class _Program:
     """One teacher's compiled init and chunk, reused by every challenge of that teacher."""
 
     def __init__(self, config: ExperimentConfig):
+        self.config = config
         self.trainer = make_train(config, challenged=True)
         self.keys = self.trainer.seed_keys()
         self._compiled = None
@@ -187,7 +193,7 @@ class _Program:
         `checkpoint_dir`: the carry is saved there after every chunk, and a setting that
         was stopped half-way continues from its newest checkpoint there."""
         trainer = self.trainer
-        total_iterations = trainer.num_chunks * trainer.iterations_per_chunk
+        total_iterations = trainer.schedule.iterations
         reset_every = max(1, round(period * total_iterations))
         challenge = make_challenge(trainer.env, spec, challenge_seed, reset_every)
         data = challenge_data(trainer, challenge)
@@ -206,7 +212,7 @@ class _Program:
             carry, _, saved = checkpoints.restore(carry, metrics_shape)
             chunks = saved.extra["chunks"]
             progress.update(len(chunks))
-        for index in range(len(chunks), trainer.num_chunks):
+        for index in range(len(chunks), trainer.schedule.num_chunks):
             carry, metrics = chunk(carry)
             metrics = jax.device_get(metrics)
             if not np.all(np.isfinite(metrics.loss)):
@@ -316,8 +322,7 @@ def run_suite(
     ]
     if stop_after is not None:
         todo = todo[:stop_after]
-    chunks_per_cell = make_train(suite.teacher_config(suite.teachers[0][0]), challenged=True)
-    chunks_per_cell = chunks_per_cell.num_chunks
+    chunks_per_cell = suite.teacher_config(suite.teachers[0][0]).loop.schedule.num_chunks
     total = sum(
         chunks_per_cell * (len(suite.students) if spec.challenge == "students" else 1)
         for _, spec in todo
@@ -418,9 +423,9 @@ def grows(previous: dict, suite: SuiteConfig) -> bool:
 
 
 def takes_prior(suite: SuiteConfig, label: str) -> bool:
-    """Whether teacher `label` uses an expert prior (has `with_prior`)."""
+    """Whether teacher `label` uses an expert prior (its `takes_prior`)."""
     teacher = build_components(suite.teacher_config(label), challenged=True).teacher
-    return getattr(teacher, "with_prior", None) is not None
+    return teacher.configured_teacher.takes_prior
 
 
 def _prior_free_source(

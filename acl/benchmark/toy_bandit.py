@@ -48,7 +48,7 @@ def make_toy_bandit_run(teacher, bandit: ToyBandit, num_episodes: int, score_eve
             feedback = _one_episode_feedback(tasks[0], reward, bandit.is_success(reward))
             # No rollout: a bandit episode has no transitions.
             update_key = jax.random.fold_in(sample_key, 1)
-            teacher_state = teacher.update(teacher_state, update_key, tasks, feedback, None, step)
+            teacher_state = teacher.update(teacher_state, update_key, tasks, feedback, step)
             return (teacher_state, student, key), None
 
         def block(carry, block_index):

@@ -9,7 +9,7 @@ else is read from that declaration:
 - the keys a registry factory accepts (`config_keys`; `declare` sets the factory's
   `config_keys`, which `acl.config.check_kwargs` reads) and the unknown-key error with a
   "did you mean" (`unknown_key`, `check_keys`, `split`);
-- the option pages docs/teachers.md and docs/agents.md (`python -m acl.hparams_docs`).
+- the option pages docs/teachers.md and docs/agents.md (`acl hparams-docs`).
 
 Numeric hyperparameters are fields of a flax `struct.dataclass`: pytree leaves, so a sweep
 over them is a vmap (`leaves` makes the configured numbers arrays of the declared dtype).

@@ -1,5 +1,6 @@
 """A fixed-capacity ring buffer of rows, in pure JAX: the history that teachers keep of
-recent episodes (ALP's neighbours, GoalGAN's labels, Setter-Solver's buffer...)."""
+recent episodes (ALP's neighbours, GoalGAN's labels, Setter-Solver's and SPDL's buffers,
+SVGG's attempts and visited goals, JSRL's window of returns...)."""
 
 from __future__ import annotations
 

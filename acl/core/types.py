@@ -1,5 +1,6 @@
-"""The records every layer above shares: the rollout's transitions, the per-episode
-feedback a teacher reads, and the per-instance decisions a teacher hands the loop.
+"""The records every layer above shares: the rollout's transitions (and what an agent's
+per-step extras in them may declare), the per-episode feedback a teacher reads, and the
+per-instance decisions a teacher hands the loop.
 
 Shapes: a rollout `Transition` [T, N] (time, env instance); `Feedback` [K] (one record per
 episode slot); `SampleInfo` [n] (one per task drawn).
@@ -32,7 +33,36 @@ class Transition:
     loss_mask: jax.Array
     """1.0 where the learner may learn from this step (robust PLR: 0)."""
     extras: Any
-    """Agent-specific per-step outputs of `act` (e.g. log-prob and value)."""
+    """Agent-specific per-step outputs of `act` (e.g. log-prob and value); those with value
+    estimates declare them by subclassing `ValueEstimates`."""
+
+
+@struct.dataclass
+class ValueSpec:
+    """How an actor-critic agent turns rewards into value targets, as traced leaves: its
+    `act` records them in its extras ([N], so [T, N] in a batch) so that a teacher scoring
+    levels from the rollout (PLR's GAE) uses the student's own numbers, and a sweep over
+    the agent's gamma moves the teacher too."""
+
+    gamma: jax.Array
+    gae_lambda: jax.Array
+    reward_scale: jax.Array
+    """Rewards are multiplied by this before GAE."""
+
+
+class ValueEstimates:
+    """What an agent's per-step extras declare when they carry the critic's value
+    estimates: the extras class of an actor-critic agent (PPO's, recurrent PPO's)
+    subclasses it and has these two fields. A teacher that scores episodes by the
+    student's values (PLR's level scores, SPDL's V(s0)) checks
+    `isinstance(rollout.extras, ValueEstimates)`, so extras without values (DQN's, a
+    guided actor's) are told apart by their declared type, never by probing them."""
+
+    value: jax.Array
+    """[N] per step ([T, N] in a batch): the critic's value of the observation."""
+    value_spec: ValueSpec | None
+    """The agent's gamma, GAE lambda and reward scale ([N] per step, [T, N] in a batch);
+    None in hand-built batches."""
 
 
 @struct.dataclass

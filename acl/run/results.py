@@ -33,6 +33,7 @@ import numpy as np
 import yaml
 from flax import serialization
 
+from acl.core import run_files
 from acl.core.errors import ConfigError
 
 SUMMARY_KEYS = (
@@ -65,7 +66,7 @@ PACKAGES = (
     "rliable",
     "orbax-checkpoint",
 )
-AGENT_FILE = "agent_params.msgpack"
+AGENT_FILE = run_files.AGENT_FILE
 
 
 def enable_compilation_cache() -> None:
@@ -298,7 +299,7 @@ class RunDir:
         self._metrics_header: list[str] | None = None
 
     def write_config(self, config_dict: dict, seeds: list[int]) -> None:
-        (self.path / "config.yaml").write_text(yaml.safe_dump(config_dict, sort_keys=False))
+        (self.path / run_files.CONFIG_FILE).write_text(yaml.safe_dump(config_dict, sort_keys=False))
         (self.path / "provenance.json").write_text(json.dumps(provenance(seeds), indent=2))
         for name in ("metrics.csv", "tasks.csv"):
             (self.path / name).unlink(missing_ok=True)
@@ -367,60 +368,24 @@ class RunDir:
         (self.path / AGENT_FILE).write_bytes(serialization.to_bytes(agent_state))
 
     def load_agent(self, template: Any) -> Any:
-        return serialization.from_bytes(template, (self.path / AGENT_FILE).read_bytes())
+        return run_files.read_agent_states(self.path, template)
 
     def load_agents(self, env: Any, agent: Any = None) -> tuple[Any, Any]:
-        """(agent, states): the run's agent and its final state of every seed ([S, ...]).
+        """(agent, states): the run's agent and its final state of every seed ([S, ...]);
+        `acl.build.load_run_agent` (`agent`: the agent to read them for; None: the run's,
+        rebuilt from config.yaml and bound to `env`)."""
+        # Imported here: writing a run directory needs none of the registries.
+        from acl.build import load_run_agent
 
-        `agent`: the agent to read the states for (a rebuilt trainer's); None: the run's
-        agent rebuilt from config.yaml (registry name and keys) and bound to `env` as the
-        run bound it. The states are read against the shapes the agent has on `env`'s
-        spaces (only shapes: nothing is computed or compiled). ConfigError when
-        config.yaml or the agent file is missing, or when the shapes differ (`env` has
-        another observation or action space than the run's)."""
-        from acl.config import parse_config
-        from acl.core.errors import ConfigError
-
-        for name in ("config.yaml", AGENT_FILE):
-            if not (self.path / name).is_file():
-                raise ConfigError(f"{self.path} has no {name} (not a finished run)")
-        config = parse_config(self.read_config_dict())
-        if agent is None:
-            from acl.agents import AGENTS
-
-            agent = AGENTS.get(config.agent.name, "agent.name")(**config.agent.kwargs)
-            bind = getattr(agent, "bind", None)
-            if bind is not None:
-                bind(env, config.loop.num_envs)
-
-        def init_seeds():
-            keys = jax.random.split(jax.random.PRNGKey(0), config.num_seeds)
-            return jax.vmap(lambda k: agent.init(k, env.observation_space(), env.action_space()))(
-                keys
-            )
-
-        template = jax.eval_shape(init_seeds)
-        states = self.load_agent(template)
-        same = jax.tree.map(lambda a, b: np.shape(a) == np.shape(b), template, states)
-        if not all(jax.tree.leaves(same)):
-            raise ConfigError(
-                f"the agent saved in {self.path} has other parameter shapes than an agent on "
-                f"{type(env).__name__}: another observation or action space"
-            )
-        return agent, states
+        return load_run_agent(self.path, env, agent)
 
     def load_agent_state(self, env: Any, seed_index: int, agent: Any = None) -> tuple[Any, Any]:
         """(agent, state): `load_agents`, the final state of seed `seed_index` alone (host
-        arrays). ConfigError also for an index outside [0, num_seeds)."""
-        from acl.core.errors import ConfigError
+        arrays); `acl.build.load_run_agent_state`. ConfigError also for an index outside
+        [0, num_seeds)."""
+        from acl.build import load_run_agent_state
 
-        agent, states = self.load_agents(env, agent)
-        num_seeds = len(jax.tree.leaves(states)[0])
-        if not 0 <= seed_index < num_seeds:
-            raise ConfigError(
-                f"seed index must be in [0, {num_seeds}) for {self.path}, got {seed_index}"
-            )
-        return agent, jax.tree.map(lambda x: np.asarray(x[seed_index]), states)
+        return load_run_agent_state(self.path, env, seed_index, agent)
 
     def read_metrics(self):
         import pandas as pd
@@ -432,7 +397,7 @@ class RunDir:
         return _se_null_to_nan(json.loads((self.path / "summary.json").read_text()))
 
     def read_config_dict(self) -> dict:
-        return yaml.safe_load((self.path / "config.yaml").read_text())
+        return run_files.read_config_dict(self.path)
 
 
 def plot_learning_curves(runs: dict[str, Any], out: str | Path, title: str = "") -> None:

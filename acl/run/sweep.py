@@ -34,8 +34,8 @@ import yaml
 from tqdm.auto import tqdm
 
 from acl.agents import AGENTS
-from acl.build import build_components, run_data
-from acl.config import ExperimentConfig, parse_config
+from acl.build import build_components, make_train, run_data
+from acl.config import ExperimentConfig, config_keys, parse_config
 from acl.core import hparams
 from acl.core.errors import ConfigError
 from acl.core.hparams import HParam
@@ -82,11 +82,12 @@ def parse_sweep(items: Sequence[str]) -> dict[str, list[Any]]:
 
 def _leaf_specs(components: Components, section: str) -> dict[str, HParam]:
     """Sweepable key -> declaration of the built agent (its `hyper` struct) or teacher
-    (its `nested` params; a challenged teacher's are its inner teacher's)."""
+    (its `nested` params; those of its `configured_teacher`, the one the config's
+    `teacher` section sets, not a challenge wrapped around it)."""
     if section == "agent":
-        hyper = getattr(components.agent, "hyper", None)
+        hyper = components.agent.hyper
         return hparams.leaf_specs(hyper) if dataclasses.is_dataclass(hyper) else {}
-    teacher = getattr(components.teacher, "inner", components.teacher)
+    teacher = components.teacher.configured_teacher
     return hparams.leaf_specs(teacher) if dataclasses.is_dataclass(teacher) else {}
 
 
@@ -109,7 +110,7 @@ def check_sweep(config: ExperimentConfig, sweep: Mapping[str, Sequence[Any]]) ->
             raise ConfigError(f"--sweep {key}: {_STATIC}")
         registry = AGENTS if section == "agent" else TEACHERS
         factory = registry.get(getattr(config, section).name, f"{section}.name")
-        allowed = getattr(factory, "config_keys", ())
+        allowed = config_keys(factory)
         if name not in allowed:
             raise hparams.unknown_key(f"--sweep {section}", name, allowed)
         components = components or build_components(config)
@@ -175,8 +176,8 @@ def plan_sweep(config: ExperimentConfig, sweep: Mapping[str, Sequence[Any]]) -> 
     sweeps_teacher = any(key.startswith("teacher.") for key in checked)
     trainers, datas = [], []
     for combo in configs:
-        trainer = Trainer(combo, build_components(combo))
-        data = run_data(trainer) or RunData()
+        trainer = make_train(combo)
+        data = run_data(combo, trainer) or RunData()
         if sweeps_agent:
             data = data.replace(agent_hyper=hparams.leaves(trainer.agent.hyper))
         if sweeps_teacher and data.teacher_params is None:
@@ -281,7 +282,7 @@ def _run(plan: SweepPlan, run_dirs: list[RunDir], seeds: list[int], loggers, pro
     finals: list[Any] = [None] * len(run_dirs)
     diverged: list[str | None] = [None] * len(run_dirs)
     bar = tqdm(
-        range(trainer.num_chunks),
+        range(trainer.schedule.num_chunks),
         desc=f"{plan.configs[0].name} sweep",
         unit="eval",
         disable=not progress,

@@ -17,6 +17,6 @@ from acl.teachers import sfl as _sfl  # noqa: F401  (registers sfl)
 from acl.teachers import spdl as _spdl  # noqa: F401  (registers spdl)
 from acl.teachers import subspace as _subspace  # noqa: F401  (registers subspace)
 from acl.teachers import svgg as _svgg  # noqa: F401  (registers svgg, random_goal)
-from acl.teachers.base import TEACHERS, Teacher
+from acl.teachers.base import TEACHERS, Teacher, UpdateContext
 
-__all__ = ["TEACHERS", "Feedback", "SampleInfo", "Teacher"]
+__all__ = ["TEACHERS", "Feedback", "SampleInfo", "Teacher", "UpdateContext"]

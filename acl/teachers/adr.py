@@ -62,7 +62,7 @@ from acl.core import hparams
 from acl.core.hparams import hparam, nested
 from acl.core.spaces import Box
 from acl.core.types import Feedback, default_info
-from acl.teachers.base import TEACHERS, class_factory
+from acl.teachers.base import TEACHERS, Teacher, UpdateContext, class_factory
 from acl.teachers.checks import check
 
 LOW, HIGH = 0, 1
@@ -134,10 +134,12 @@ class ADRState:
 
 
 @dataclass(frozen=True)
-class ADRTeacher:
+class ADRTeacher(Teacher):
     """Uniform over a box grown boundary by boundary from an initial task; see the module
     docstring. Its keys: those of `ADRParams` and `return_bounds`."""
 
+    takes_prior = True
+    """Grows its box from the expert prior's mean (`with_prior`)."""
     task_space: Box
     return_bounds: tuple[float, float] | None = hparam(
         None,
@@ -242,8 +244,16 @@ class ADRTeacher:
         tasks = tasks.at[rows, d].set(jnp.where(probe, value, tasks[rows, d]))
         return state, tasks, default_info(n)
 
-    def update(self, state: ADRState, key, tasks, feedback: Feedback, rollout, step, student=None):
-        del key, tasks, rollout, step
+    def update(
+        self,
+        state: ADRState,
+        key,
+        tasks,
+        feedback: Feedback,
+        step,
+        context: UpdateContext = UpdateContext(),
+    ):
+        del key, tasks, step, context
         params = state.params
         task = feedback.task[:, : self.task_space.dim]
         returns = (feedback.episode_return - params.return_low) / (

@@ -36,7 +36,6 @@ from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
 
 from acl.core import hparams
@@ -47,7 +46,7 @@ from acl.core.spaces import Box
 from acl.core.types import Feedback, default_info
 from acl.teachers import checks
 from acl.teachers.alp import empirical_alp
-from acl.teachers.base import TEACHERS, class_factory
+from acl.teachers.base import TEACHERS, Teacher, UpdateContext, class_factory
 from acl.teachers.gmm import CRITERIA, DEFAULT_TOL, GMM, fit_gmms, sample_gmm, select_best
 
 DEFAULT_REG_COVAR = 1e-3
@@ -83,7 +82,7 @@ class GMMTeacherParams:
     """[D] its standard deviation, task units."""
     use_prior: jax.Array = None
     """bool: the bootstrap draws from the expert Gaussian instead of uniformly. A leaf, so
-    runs with and without expert knowledge share one program (acl.benchmark.challenges)."""
+    runs with and without expert knowledge share one program (acl.teachers.challenge)."""
 
 
 @struct.dataclass
@@ -106,9 +105,11 @@ class ALPGMMState:
 
 
 @dataclass(frozen=True)
-class GMMTeacher(abc.ABC):
+class GMMTeacher(Teacher):
     """Shared machinery of the GMM teachers; subclasses define the fitted features."""
 
+    takes_prior = True
+    """Both bootstrap from the expert prior (`with_prior`)."""
     task_space: Box
     fit_rate: int = hparam(150, low=1, doc="Episodes in the fit window (and bootstrap length).")
     fit_every: int | None = hparam(
@@ -170,13 +171,10 @@ class GMMTeacher(abc.ABC):
         if (self.initial_mean is None) != (self.initial_std is None):
             raise ConfigError("teacher.initial_mean and teacher.initial_std go together")
         if self.initial_mean is not None:
-            for name in ("initial_mean", "initial_std"):
-                values = getattr(self, name)
-                checks.check(
-                    len(values) in (1, dim),
-                    f"teacher.{name} has {len(values)} entries, the task space {dim}",
-                )
-                object.__setattr__(self, name, tuple(np.broadcast_to(values, (dim,)).tolist()))
+            mean = checks.per_dimension(self.initial_mean, dim, "initial_mean")
+            std = checks.per_dimension(self.initial_std, dim, "initial_std")
+            object.__setattr__(self, "initial_mean", mean)
+            object.__setattr__(self, "initial_std", std)
         object.__setattr__(self, "use_prior", self.initial_mean is not None)
 
     # -- parameters and state -------------------------------------------------------------
@@ -259,7 +257,15 @@ class GMMTeacher(abc.ABC):
 
     # -- protocol -------------------------------------------------------------------------
 
-    def update(self, state, key, tasks, feedback: Feedback, rollout, step: jax.Array, student=None):
+    def update(
+        self,
+        state,
+        key,
+        tasks,
+        feedback: Feedback,
+        step: jax.Array,
+        context: UpdateContext = UpdateContext(),
+    ):
         """Adds the valid records of `feedback` (the tasks they actually ran, [K, D]); fits
         when (step + 1) % fit_every == 0. `tasks` (the last sample) is not used; fits draw
         from the state's own `fit_key`."""

@@ -547,7 +547,7 @@ def select_best(fits: GMMFits, criterion: str) -> GMM:
     """
     if criterion not in CRITERIA:
         raise ValueError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
-    scores = getattr(fits, criterion)
+    scores = {"aic": fits.aic, "bic": fits.bic, "aicc": fits.aicc}[criterion]
     scores = jnp.where(jnp.isnan(scores), jnp.inf, scores).reshape(-1)
     best = jnp.argmin(scores)
 

@@ -89,7 +89,7 @@ from acl.core.hparams import hparam, nested
 from acl.core.ring import Ring, ring_init, ring_push
 from acl.core.spaces import Box
 from acl.core.types import Feedback, default_info
-from acl.teachers.base import TEACHERS, class_factory
+from acl.teachers.base import TEACHERS, Teacher, UpdateContext, class_factory
 from acl.teachers.checks import check
 
 SNAPSHOT_SAMPLES = 64
@@ -231,9 +231,11 @@ def _shares(goid, valid):
 
 
 @dataclass(frozen=True)
-class GoalGANTeacher:
+class GoalGANTeacher(Teacher):
     """GoalGAN (Florensa et al. 2018), TeachMyAgent's version; see the module docstring."""
 
+    takes_prior = True
+    """Pretrains on samples of the expert prior (`with_prior`)."""
     task_space: Box
     generator_layers: tuple[int, ...] = hparam(
         (256, 256), kind="ints", low=1, doc="Generator hidden sizes (TeachMyAgent's)."
@@ -266,8 +268,9 @@ class GoalGANTeacher:
             f"teacher.goid_lb ({self.hyper.goid_lb}) must be <= teacher.goid_ub "
             f"({self.hyper.goid_ub})",
         )
-        for name in ("generator_layers", "discriminator_layers"):
-            object.__setattr__(self, name, tuple(int(v) for v in getattr(self, name)))
+        object.__setattr__(self, "generator_layers", tuple(int(v) for v in self.generator_layers))
+        discriminator_layers = tuple(int(v) for v in self.discriminator_layers)
+        object.__setattr__(self, "discriminator_layers", discriminator_layers)
 
     # -- coordinates and networks ---------------------------------------------------------
 
@@ -447,9 +450,15 @@ class GoalGANTeacher:
         return state, tasks, default_info(n)
 
     def update(
-        self, state: GoalGANState, key, tasks, feedback: Feedback, rollout, step, student=None
+        self,
+        state: GoalGANState,
+        key,
+        tasks,
+        feedback: Feedback,
+        step,
+        context: UpdateContext = UpdateContext(),
     ):
-        del key, tasks, rollout
+        del key, tasks, context
         state = self._record(state, feedback)
         state = self._label(state)
         # On the shared step and a static period: a real branch under a vmap over seeds.

@@ -30,10 +30,11 @@ Guides (`guide`):
   `guide_epsilon` a uniform random action instead. Default H: the shortest-path length
   from the base task's start to its goal, the oracle's own episode length.
 - "saved": a trained agent from a run directory (`guide_run`: `agent_params.msgpack` and
-  `config.yaml`, as `acl.run.experiment.run_experiment` writes them and `experiments.evaluate`
-  reads them): seed `guide_seed`'s final parameters, greedy unless
-  `guide_deterministic` is false. Default H: the env's episode-length limit.
-- any object with a jittable `act(obs [N, O], key) -> actions [N, ...]` in the agent's
+  `config.yaml`, as `acl.run.experiment.run_experiment` writes them), read by the run's
+  `RunContext.load_agent` (acl.build.load_run_agent_state): seed `guide_seed`'s final
+  parameters, greedy unless `guide_deterministic` is false. Default H: the env's
+  episode-length limit.
+- any `Guide`: a jittable `act(obs [N, O], key) -> actions [N, ...]` in the agent's
   action space (then `guide_horizon` is required unless an env gives its episode-length
   limit).
 
@@ -58,6 +59,7 @@ expensive runs on either side.
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,14 +69,22 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from acl.agents import AGENTS
+from acl.agents.base import Agent
 from acl.core import hparams
 from acl.core.errors import ConfigError
 from acl.core.hparams import hparam, nested
+from acl.core.ring import Ring, ring_init, ring_push
 from acl.core.spaces import Box
 from acl.core.types import Feedback, SampleInfo
 from acl.teachers import checks
-from acl.teachers.base import TEACHERS, RunContext, run_default
+from acl.teachers.base import (
+    TEACHERS,
+    AgentLoader,
+    RunContext,
+    Teacher,
+    UpdateContext,
+    run_default,
+)
 
 VARIANTS = ("curriculum", "random")
 
@@ -82,8 +92,16 @@ VARIANTS = ("curriculum", "random")
 # -- guides -------------------------------------------------------------------------------
 
 
+class Guide(abc.ABC):
+    """The policy that acts for the first h steps of an episode."""
+
+    @abc.abstractmethod
+    def act(self, obs: jax.Array, key: jax.Array) -> jax.Array:
+        """obs [N, O] -> actions [N, ...] in the student's action space (jittable)."""
+
+
 @dataclass(frozen=True, eq=False)
-class OracleGuide:
+class OracleGuide(Guide):
     """Shortest-path actions of an env with `oracle_action(obs)` (goal_maze); with
     probability `epsilon` a uniform random action instead."""
 
@@ -110,7 +128,7 @@ class OracleGuide:
 
 
 @dataclass(frozen=True, eq=False)
-class AgentGuide:
+class AgentGuide(Guide):
     """A trained feed-forward agent as a guide: `agent.act` with fixed parameters."""
 
     agent: Any
@@ -126,44 +144,17 @@ class AgentGuide:
         return action
 
 
-def load_agent_guide(run_dir, env, seed_index: int = 0, deterministic: bool = True) -> AgentGuide:
-    """The final agent of seed `seed_index` of a run directory (host side, no JIT), acting
-    on `env`, the learner's env.
-
-    Rebuilds the run's agent from its config.yaml and reads agent_params.msgpack the way
-    `experiments.evaluate` does. A saved agent whose parameter shapes differ from an agent
-    built on `env`'s spaces (another observation or action size) is refused."""
-    from acl.config import parse_config
-    from acl.run.results import RunDir
-
-    path = Path(run_dir)
-    for name in ("config.yaml", "agent_params.msgpack"):
-        if not (path / name).is_file():
-            raise ConfigError(f"teacher.guide_run: {path} has no {name} (not a finished run)")
-    config = parse_config(RunDir(path).read_config_dict())
-    if not 0 <= seed_index < config.num_seeds:
-        raise ConfigError(
-            f"teacher.guide_seed must be in [0, {config.num_seeds}) for {path}, got {seed_index}"
-        )
-    agent = AGENTS.get(config.agent.name, "agent.name")(**config.agent.kwargs)
-    bind = getattr(agent, "bind", None)
-    if bind is not None:
-        bind(env, 1)
-    keys = jnp.stack([jax.random.PRNGKey(i) for i in range(config.num_seeds)])
-
-    def init(key):
-        return agent.init(key, env.observation_space(), env.action_space())
-
-    # Shapes only: nothing is computed (or compiled) to read the file.
-    template = jax.eval_shape(jax.vmap(init), keys)
-    states = RunDir(path).load_agent(template)
-    same = jax.tree.map(lambda a, b: np.shape(a) == np.shape(b), template, states)
-    checks.check(
-        all(jax.tree.leaves(same)),
-        "teacher.guide_run: the saved agent's parameter shapes differ from an agent on "
-        f"this run's env ({type(env).__name__}): another observation or action space",
-    )
-    state = jax.tree.map(lambda x: np.asarray(x[seed_index]), states)
+def load_agent_guide(
+    load_agent: AgentLoader, run_dir, env, seed_index: int = 0, deterministic: bool = True
+) -> AgentGuide:
+    """The final agent of seed `seed_index` of a run directory, acting on `env`, the
+    learner's env; `load_agent` is the run's reader of run directories
+    (`RunContext.load_agent`), which refuses an agent whose parameter shapes differ from
+    one built on `env`'s spaces. Recurrent agents are refused: a guide keeps no carry."""
+    try:
+        agent, state = load_agent(Path(run_dir), env, seed_index)
+    except ConfigError as error:
+        raise ConfigError(f"teacher.guide_run / teacher.guide_seed: {error}") from None
     carry = agent.initial_carry(1)
     if any(np.size(leaf) for leaf in jax.tree.leaves(carry)):
         raise ConfigError("teacher.guide_run: recurrent agents are not supported as guides")
@@ -191,22 +182,40 @@ class GuidedExtras:
 
 
 @dataclass(frozen=True, eq=False)
-class GuidedActor:
+class GuidedActor(Agent):
     """An agent whose first h steps of each episode are the guide's; h is the task column
-    `horizon_column` it reads at reset. See the module docstring."""
+    `horizon_column` it reads at reset. See the module docstring. Every declared
+    capability (acl.agents.base) is the wrapped agent's."""
 
-    agent: Any
-    guide: Any
+    agent: Agent
+    guide: Guide
     horizon_column: int
     """The index of h in the task: the env's task dimension D."""
     mask_guided: bool
     """Leave the guide's steps out of the agent's loss (on-policy agents)."""
 
-    def __getattr__(self, name: str):
-        # Everything but acting and learning (bind, config, spaces) is the agent's.
-        if name == "agent":
-            raise AttributeError(name)
-        return getattr(self.agent, name)
+    @property
+    def off_policy(self) -> bool:
+        return self.agent.off_policy
+
+    @property
+    def averages_gradients(self) -> bool:
+        return self.agent.averages_gradients
+
+    @property
+    def needs_bind(self) -> bool:
+        return self.agent.needs_bind
+
+    @property
+    def hyper(self) -> Any:
+        return self.agent.hyper
+
+    @property
+    def num_minibatches(self) -> int:
+        return self.agent.num_minibatches
+
+    def bind(self, env: Any, num_envs: int) -> None:
+        self.agent.bind(env, num_envs)
 
     def init(self, key: jax.Array, obs_space, action_space):
         return self.agent.init(key, obs_space, action_space)
@@ -236,7 +245,7 @@ class GuidedActor:
         steps_left = jnp.maximum(carry.steps_left - 1, 0)
         return action, GuidedCarry(inner, steps_left), GuidedExtras(extras, guided)
 
-    def update(self, state, batch, key: jax.Array):
+    def update(self, state, batch, key: jax.Array, axis_name: str | None = None):
         """The agent's update on its own extras; with `mask_guided`, the guide's steps
         leave the per-step `loss_mask`."""
         extras = batch.extras
@@ -245,7 +254,7 @@ class GuidedActor:
             if self.mask_guided:
                 loss_mask = loss_mask & ~extras.guided
             batch = batch.replace(extras=extras.inner, loss_mask=loss_mask)
-        return self.agent.update(state, batch, key)
+        return self.agent.update(state, batch, key, axis_name)
 
 
 # -- the teacher ----------------------------------------------------------------------------
@@ -278,13 +287,8 @@ class JSRLState:
     """Best evaluated (window-mean) return at a stage change; 0 until has_best."""
     has_best: jax.Array
     """bool: the first stage has ended, so `best` is set."""
-    window: jax.Array
-    """[W] returns of the current stage's last episodes (a ring; first `window_count`
-    slots filled)."""
-    window_count: jax.Array
-    """int32 filled slots of `window` (<= W)."""
-    window_next: jax.Array
-    """int32 the slot the next return goes to."""
+    window: Ring
+    """[W, 1] returns of the current stage's last episodes (emptied at a stage change)."""
     episodes_seen: jax.Array
     """int32 valid feedback records so far (all stages)."""
     last_guide_steps: jax.Array
@@ -292,15 +296,15 @@ class JSRLState:
 
 
 @dataclass(frozen=True)
-class JSRLTeacher:
+class JSRLTeacher(Teacher):
     """Jump-Start RL's guide-horizon curriculum; see the module docstring."""
 
     task_space: Box
     """The env's task space; tasks handed out have one more column, h."""
-    guide: Any = hparam(
+    guide: Guide = hparam(
         "oracle",
         kind="any",
-        doc='"oracle", "saved" (make_jsrl builds them; module docstring) or an object with a '
+        doc='"oracle", "saved" (make_jsrl builds them; module docstring) or a Guide, with a '
         "jittable act(obs, key) (static).",
     )
     guide_horizon: int | None = hparam(
@@ -329,8 +333,8 @@ class JSRLTeacher:
 
     def __post_init__(self):
         checks.check(
-            callable(getattr(self.guide, "act", None)),
-            f"teacher.guide: needs an object with act(obs, key), got {self.guide!r}",
+            isinstance(self.guide, Guide),
+            f"teacher.guide: needs a Guide, with act(obs, key), got {self.guide!r}",
         )
         hparams.validate_fields(self, "teacher")
         checks.check(
@@ -362,9 +366,7 @@ class JSRLTeacher:
             stage=zero,
             best=jnp.zeros((), jnp.float32),
             has_best=jnp.zeros((), bool),
-            window=jnp.zeros((self.window,), jnp.float32),
-            window_count=zero,
-            window_next=zero,
+            window=ring_init(self.window, 1),
             episodes_seen=zero,
             last_guide_steps=jnp.zeros((), jnp.float32),
         )
@@ -388,15 +390,20 @@ class JSRLTeacher:
         info = SampleInfo(train_on=jnp.ones((n,), bool))
         return state.replace(last_guide_steps=h.mean(dtype=jnp.float32)), tasks, info
 
-    def wrap_student(self, agent) -> GuidedActor:
+    def wrap_student(self, agent: Agent) -> GuidedActor:
         """The student as the guide's `GuidedActor` (applied by acl.build)."""
-        mask_guided = not getattr(agent, "off_policy", False)
-        return GuidedActor(agent, self.guide, self.task_space.dim, mask_guided)
+        return GuidedActor(agent, self.guide, self.task_space.dim, not agent.off_policy)
 
     # -- update ------------------------------------------------------------------------
 
     def update(
-        self, state: JSRLState, key, tasks, feedback: Feedback, rollout, step, student=None
+        self,
+        state: JSRLState,
+        key,
+        tasks,
+        feedback: Feedback,
+        step,
+        context: UpdateContext = UpdateContext(),
     ) -> JSRLState:
         """Adds the returns of the current stage's finished episodes to the window; the
         curriculum then moves to the next stage if the window's mean is good enough."""
@@ -406,34 +413,22 @@ class JSRLTeacher:
             # An episode that began under an earlier stage says nothing about this one.
             h = feedback.task[:, self.task_space.dim]
             valid = valid & (h == self.horizon(state.stage).astype(h.dtype))
-        state = self._push(state, feedback.episode_return, valid)
+        state = state.replace(
+            window=ring_push(state.window, feedback.episode_return[:, None], valid)
+        )
         if self.variant == "curriculum":
             state = self._advance(state)
         return state.replace(episodes_seen=episodes_seen)
 
     def window_mean(self, state: JSRLState) -> jax.Array:
-        filled = jnp.arange(self.window) < state.window_count
-        total = jnp.where(filled, state.window, 0.0).sum()
-        return total / jnp.maximum(state.window_count, 1)
-
-    def _push(self, state: JSRLState, returns: jax.Array, valid: jax.Array) -> JSRLState:
-        """Writes the returns [K] where `valid` into the ring, oldest first; only the last
-        W of them can survive, so only those are written (unique slots)."""
-        w = self.window
-        rank = jnp.cumsum(valid) - 1
-        total = valid.sum(dtype=jnp.int32)
-        keep = valid & (rank >= total - w)
-        slot = jnp.where(keep, (state.window_next + rank) % w, w)  # w: dropped
-        window = state.window.at[slot].set(jnp.where(keep, returns, 0.0), mode="drop")
-        return state.replace(
-            window=window,
-            window_count=jnp.minimum(state.window_count + total, w),
-            window_next=((state.window_next + total) % w).astype(jnp.int32),
-        )
+        window = state.window
+        total = jnp.where(window.valid, window.data[:, 0], 0.0).sum()
+        return total / jnp.maximum(window.count, 1)
 
     def _advance(self, state: JSRLState) -> JSRLState:
         mean = self.window_mean(state)
-        full = state.window_count >= self.window
+        window = state.window
+        full = window.count >= self.window
         good = ~state.has_best | (mean >= state.best - state.params.tolerance)
         advance = full & good & (state.stage < self.n_stages)
         best = jnp.where(state.has_best, jnp.maximum(state.best, mean), mean)
@@ -442,8 +437,10 @@ class JSRLTeacher:
             stage=state.stage + advance.astype(jnp.int32),
             best=jnp.where(advance, best, state.best),
             has_best=state.has_best | advance,
-            window_count=jnp.where(advance, zero, state.window_count),
-            window_next=jnp.where(advance, zero, state.window_next),
+            # The next stage starts with an empty window.
+            window=window.replace(
+                valid=window.valid & ~advance, head=jnp.where(advance, zero, window.head)
+            ),
         )
 
     # -- records -------------------------------------------------------------------------
@@ -461,7 +458,7 @@ class JSRLTeacher:
             "best_return": state.best,
             "has_best": state.has_best,
             "window_return": self.window_mean(state),
-            "window_count": state.window_count,
+            "window_count": state.window.count,
             "episodes_seen": state.episodes_seen,
         }
 
@@ -488,14 +485,20 @@ class GuideOptions:
 
 
 def make_jsrl(
-    task_space: Box, context: RunContext | None = None, env=None, **config
+    task_space: Box,
+    context: RunContext | None = None,
+    env=None,
+    load_agent: AgentLoader | None = None,
+    **config,
 ) -> JSRLTeacher:
     """JSRLTeacher with its guide built from config keys (module docstring). The env (the
-    oracle guide reads it; H defaults to its limit) and the return bounds come from the
-    run's `context` unless given."""
+    oracle guide reads it; H defaults to its limit), the reader of run directories (the
+    saved guide; acl.build.load_run_agent_state outside a run) and the return bounds come
+    from the run's `context` unless given."""
     args, options = hparams.split(config, JSRLTeacher, GuideOptions, field_name="teacher")
     options = GuideOptions(**options)
     env = run_default(context, "env", env)
+    load_agent = run_default(context, "load_agent", load_agent)
     args["return_bounds"] = run_default(context, "return_bounds", args.get("return_bounds"))
     # The guide's default horizon starts from the base task: check it before building.
     hyper = hparams.validated(args["hyper"], "teacher")
@@ -506,9 +509,10 @@ def make_jsrl(
     if isinstance(guide, str):
         if guide == "oracle":
             checks.check(
-                env is not None and callable(getattr(env, "oracle_action", None)),
+                env is not None and env.has_oracle_action,
                 "teacher.guide: the oracle guide needs an env with oracle_action "
-                f"(goal_maze); got {type(env).__name__ if env is not None else 'no env'}",
+                "(has_oracle_action: goal_maze); got "
+                f"{type(env).__name__ if env is not None else 'no env'}",
             )
             guide = OracleGuide(env, options.guide_epsilon)
             default_horizon = guide.episode_length(np.asarray(base, np.float32))
@@ -517,8 +521,18 @@ def make_jsrl(
                 options.guide_run is not None, "teacher.guide_run: the saved guide needs a run dir"
             )
             checks.check(env is not None, "teacher.guide_run: the saved guide needs the env")
+            checks.check(
+                load_agent is not None,
+                "teacher.guide_run: the saved guide needs the run's reader of run "
+                "directories (RunContext.load_agent; acl.build.load_run_agent_state "
+                "outside a run)",
+            )
             guide = load_agent_guide(
-                options.guide_run, env, options.guide_seed, options.guide_deterministic
+                load_agent,
+                options.guide_run,
+                env,
+                options.guide_seed,
+                options.guide_deterministic,
             )
         else:
             raise ConfigError(
@@ -539,6 +553,7 @@ TEACHERS.register("jsrl")(make_jsrl)
 
 __all__ = [
     "AgentGuide",
+    "Guide",
     "GuideOptions",
     "GuidedActor",
     "GuidedCarry",

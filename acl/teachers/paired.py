@@ -6,10 +6,11 @@ The teacher (registered as `paired`, maze only) owns two of the three PPO learne
 loop's agent is the protagonist.
 
 - Adversary: an agent (`adversary_agent`, "recurrent_ppo" by default: dcd's adversary
-  is an LSTM policy) acting in the maze editor (envs/maze_editor.py): goal, then agent,
+  is an LSTM policy) acting in the maze editor (envs/maze/editor.py): goal, then agent,
   then `num_wall_steps` walls, observing the full map, the time step and a noise
   vector (`editor.split_observation`); the env gives its editor
-  (`env.level_editor(...)`, envs.maze). `sample(state, key, n)` rolls n editor episodes
+  (`env.level_editor(...)`: a `LevelTaskEnv` that declares `has_level_editor`, the
+  maze). `sample(state, key, n)` rolls n editor episodes
   (the run's rollout, `RunContext.play`, for the editor's fixed episode length over the
   n instances), hands out the finished levels as tasks (`env.params_to_task`) and
   keeps the adversary's trajectory [E, n] in the state for its update.
@@ -63,7 +64,6 @@ Everything is jittable and vmappable over seeds.
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,14 +71,23 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from acl.agents import AGENTS
-from acl.config import check_kwargs
+from acl.agents.base import Agent
 from acl.core import hparams
 from acl.core.errors import ConfigError
 from acl.core.hparams import hparam, nested
 from acl.core.spaces import Box
 from acl.core.types import EpisodeReturns, Feedback, Transition, default_info, episode_returns
-from acl.teachers.base import TEACHERS, RunContext, require_batch_mode, run_default
+from acl.teachers.base import (
+    TEACHERS,
+    AgentMaker,
+    AgentRequest,
+    RunContext,
+    Teacher,
+    UpdateContext,
+    require_batch_mode,
+    run_default,
+)
+from envs.base import LevelTaskEnv
 
 ADVERSARY_DEFAULTS: dict[str, Any] = {
     "learning_rate": 1e-4,
@@ -202,7 +211,7 @@ class PAIREDState:
 
 
 @dataclass(frozen=True, eq=False)
-class PAIREDTeacher:
+class PAIREDTeacher(Teacher):
     """PAIRED's adversary and antagonist; see the module docstring."""
 
     task_space: Box
@@ -293,13 +302,13 @@ class PAIREDTeacher:
         key: jax.Array,
         tasks: jax.Array,
         feedback: Feedback,
-        rollout: Transition | None,
         step: jax.Array,
-        student: Any = None,
+        context: UpdateContext = UpdateContext(),
     ) -> PAIREDState:
-        """Regret of the protagonist's rollout [T, n] on `tasks` [n, D] (the last
-        sample's levels) against the antagonist's; both teacher learners update. The
-        per-level returns come from the rollout, not `feedback`."""
+        """Regret of the protagonist's rollout [T, n] (`context.rollout`) on `tasks`
+        [n, D] (the last sample's levels) against the antagonist's; both teacher learners
+        update. The per-level returns come from the rollout, not `feedback`."""
+        rollout = context.rollout
         if rollout is None:
             raise ValueError("paired: update needs the protagonist's rollout")
         n = tasks.shape[0]
@@ -362,65 +371,60 @@ class PAIREDTeacher:
 # -- the factory -------------------------------------------------------------------------------
 
 
-def _accepts(factory) -> set[str]:
-    keys = getattr(factory, "config_keys", None)
-    return set(inspect.signature(factory).parameters if keys is None else keys)
-
-
-AGENT_METHODS = ("init", "initial_carry", "act", "env_action", "update")
-"""What the teacher calls on its learners (the loop's agent contract)."""
-
-
 def _make_agent(
     role: str,
     agent: Any,
     kwargs: dict | None,
+    make_agent: AgentMaker | None,
     env,
     num_envs: int | None,
     total_updates: int | None,
     defaults: dict | None = None,
-):
-    """The `role` learner (adversary, antagonist): a registered agent's name, built with
-    `defaults` for the keys it accepts and `kwargs` over them, annealing over
-    `total_updates` (none when unknown); or an agent object, used as it is. Bound to
-    `env` if it binds."""
+) -> Agent:
+    """The `role` learner (adversary, antagonist): a registered agent's name, built by the
+    run's `make_agent` with `defaults` for the keys it accepts and `kwargs` over them,
+    annealing over `total_updates` (none when unknown); or an `Agent`, used as it is.
+    Bound to `env` (an agent that needs binding needs `num_envs`)."""
     if isinstance(agent, str):
-        factory = AGENTS.get(agent, f"teacher.{role}_agent")
         if kwargs is None:
             kwargs = {}
         if not isinstance(kwargs, dict):
             raise ConfigError(f"teacher.{role}_kwargs must be a mapping, got {kwargs!r}")
-        check_kwargs(factory, kwargs, f"teacher.{role}_kwargs")
-        accepted = _accepts(factory)
-        merged = {k: v for k, v in (defaults or {}).items() if k in accepted}
-        if "total_updates" in accepted and total_updates is not None:
-            merged["total_updates"] = int(total_updates)
-        elif "anneal_lr" in accepted and "total_updates" not in kwargs:
-            merged["anneal_lr"] = False
-        merged.update(kwargs)
-        for key in ("update_epochs", "num_minibatches"):
-            if key in merged and int(merged[key]) <= 0:
-                raise ConfigError(
-                    f"teacher.{role}_kwargs.{key} must be a positive integer, got {merged[key]}"
-                )
-        agent = factory(**merged)
-    else:
-        missing = [m for m in AGENT_METHODS if not callable(getattr(agent, m, None))]
-        if missing:
+        if make_agent is None:
             raise ConfigError(
-                f"teacher.{role}_agent: an agent name or an agent object; {agent!r} lacks "
-                f"{', '.join(missing)}"
+                f"teacher.{role}_agent: a named agent needs the run's agent builder "
+                "(RunContext.make_agent; acl.build.make_agent outside a run)"
+            )
+        defaults = dict(defaults or {})
+        if total_updates is not None:
+            defaults["total_updates"] = int(total_updates)
+        elif "total_updates" not in kwargs:
+            # An annealing over a guessed count would stop the learner early.
+            defaults["anneal_lr"] = False
+        agent = make_agent(
+            AgentRequest(
+                name=agent,
+                kwargs=kwargs,
+                defaults=defaults,
+                name_field=f"teacher.{role}_agent",
+                kwargs_field=f"teacher.{role}_kwargs",
+            )
+        )
+    else:
+        if not isinstance(agent, Agent):
+            raise ConfigError(
+                f"teacher.{role}_agent: an agent name or an Agent (acl.agents.base), with "
+                f"init, initial_carry, act, env_action and update; got {agent!r}"
             )
         if kwargs:
             raise ConfigError(f"teacher.{role}_kwargs: only for a named agent, got {kwargs!r}")
-    bind = getattr(agent, "bind", None)
-    if bind is not None:
-        if num_envs is None:
-            raise ConfigError(
-                f"teacher.{role}_agent: {type(agent).__name__} binds to its env and needs "
-                "the instance count (teacher.num_envs = loop.num_envs)"
-            )
-        bind(env, int(num_envs))
+    if num_envs is not None:
+        agent.bind(env, int(num_envs))
+    elif agent.needs_bind:
+        raise ConfigError(
+            f"teacher.{role}_agent: {type(agent).__name__} binds to its env and needs "
+            "the instance count (teacher.num_envs = loop.num_envs)"
+        )
     return agent
 
 
@@ -483,13 +487,15 @@ def make_paired(
     student_agent: str | None = None,
     student_kwargs: dict | None = None,
     play=None,
+    make_agent: AgentMaker | None = None,
     **config,
 ) -> PAIREDTeacher:
     """PAIREDTeacher from config keys (module docstring). A run's `context` gives the
     env, the instance count (`num_envs`, which a config may repeat but not change) and the
     protagonist (`student_agent` / `student_kwargs`: its agent name and kwargs,
-    `total_updates` included), and the rollout (`play`), unless given. `adversary_agent`
-    and `antagonist_agent` name registered agents (acl.agents.AGENTS) or are agent objects
+    `total_updates` included), the rollout (`play`) and the builder of named agents
+    (`make_agent`; acl.build.make_agent outside a run), unless given. `adversary_agent`
+    and `antagonist_agent` name registered agents (acl.agents.AGENTS) or are `Agent`s
     (then without kwargs). `num_wall_steps` and `noise_dim` default to the editor's."""
     args, options = hparams.split(config, PAIREDTeacher, PAIREDOptions, field_name="teacher")
     # The learners are built before the teacher: its own keys are checked first.
@@ -501,6 +507,7 @@ def make_paired(
     require_batch_mode(context, "paired")
     env = run_default(context, "env", env)
     play = run_default(context, "play", play)
+    make_agent = run_default(context, "make_agent", make_agent)
     if context is not None:
         if context.num_envs is not None:
             if num_envs is not None and num_envs != context.num_envs:
@@ -512,11 +519,11 @@ def make_paired(
         if context.student is not None and student_agent is None:
             student_agent = context.student.agent
             student_kwargs = dict(context.student.kwargs)
-    if not callable(getattr(env, "level_editor", None)):
+    if not (isinstance(env, LevelTaskEnv) and env.has_level_editor):
         got = "no env" if env is None else type(env).__name__
         raise ConfigError(
-            f"teacher paired builds maze levels: it needs env maze (an env with a "
-            f"level_editor), got {got}"
+            f"teacher paired builds maze levels: it needs env maze (a LevelTaskEnv with a "
+            f"level_editor, has_level_editor), got {got}"
         )
     if task_space.dim != env.task_dim:
         raise ConfigError(
@@ -536,12 +543,19 @@ def make_paired(
                 k: v for k, v in (student_kwargs or {}).items() if k != "total_updates"
             }
     antagonist = _make_agent(
-        "antagonist", antagonist_agent, antagonist_kwargs, env, num_envs, total_updates
+        "antagonist",
+        antagonist_agent,
+        antagonist_kwargs,
+        make_agent,
+        env,
+        num_envs,
+        total_updates,
     )
     adversary = _make_agent(
         "adversary",
         options.adversary_agent,
         options.adversary_kwargs,
+        make_agent,
         editor,
         num_envs,
         total_updates,

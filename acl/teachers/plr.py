@@ -2,17 +2,18 @@
 Level Replay (Jiang et al. 2021), robust PLR (Jiang et al. 2021, "Replay-Guided
 Adversarial Environment Design") and ACCEL (Parker-Holder et al. 2022).
 
-The tasks are levels of an env with a level generator, `env.sample_tasks(key, n,
-num_walls)` (envs.maze.Maze), and for ACCEL a level editor, `env.edit_tasks(key, tasks,
-num_edits)`. The factories take the run's env from their `RunContext`.
+The tasks are levels of an env with a level generator, a `LevelTaskEnv`:
+`env.sample_tasks(key, n, num_walls)` (envs.maze.Maze), and for ACCEL its level edits,
+`env.edit_tasks(key, tasks, num_edits)` (where it declares `has_level_edits`). The
+factories take the run's env from their `RunContext`.
 
 DR ("dr") hands out fresh generator levels (the literature's 25 walls; `num_walls`).
 
 PLR keeps a buffer of `capacity` levels with scores and last-seen timestamps; the
 sampler is stateless and its state (`PLRState`) separate, as JaxUED's LevelSampler.
-It reads the student's rollout (`update`'s `rollout`), so the loop runs in `batch` mode: all
-instances reset onto the batch's levels, and instance i plays `tasks[i]` for the whole
-rollout. Each batch is one of three kinds, decided in `sample`:
+It reads the student's rollout (`update`'s `context.rollout`), so the loop runs in `batch`
+mode: all instances reset onto the batch's levels, and instance i plays `tasks[i]` for the
+whole rollout. Each batch is one of three kinds, decided in `sample`:
 
 - new: `n` fresh generator levels. `update` scores them and inserts them: a level
   equal to a buffer entry updates that entry instead (duplicate check); otherwise it
@@ -50,10 +51,10 @@ Replay weights (per filled buffer entry; empty slots weigh 0):
     `episode_count` advances by one per level drawn and per level written fresh
     (JaxUED's bookkeeping: one "episode" per level play).
 
-Scores, from the rollout [T, N] and the agent's value estimates `extras.value`
-(JaxUED's definitions, from minimax):
+Scores, from the rollout [T, N] and the agent's value estimates `extras.value` (extras
+that declare them: acl.core.types.ValueEstimates) (JaxUED's definitions, from minimax):
     GAE with the student's own gamma, GAE lambda and reward scale, which the agent records
-    in its extras (`extras.value_spec`, acl.agents.common.ValueSpec; traced, so a sweep
+    in its extras (`extras.value_spec`, acl.core.types.ValueSpec; traced, so a sweep
     over the agent's gamma moves the scores too) (JaxUED's bootstrapping: the value of
     the next step's observation, cut at every episode end, truncation included); the
     rollout holds no value of the state after its last step, so the last step bootstraps
@@ -86,7 +87,6 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -97,9 +97,19 @@ from acl.core import hparams
 from acl.core.errors import ConfigError
 from acl.core.hparams import hparam, nested
 from acl.core.spaces import Box
-from acl.core.types import Feedback, Transition, default_info
+from acl.core.types import Feedback, Transition, ValueEstimates, default_info
 from acl.teachers import checks
-from acl.teachers.base import TEACHERS, RunContext, class_factory, require_batch_mode, run_default
+from acl.teachers.base import (
+    TEACHERS,
+    RunContext,
+    Teacher,
+    UpdateContext,
+    class_factory,
+    require_batch_mode,
+    run_default,
+)
+from acl.teachers.counting import CountingState, CountingTeacher
+from envs.base import LevelTaskEnv
 
 PLR_USES = "draws levels from the env's generator"
 
@@ -125,7 +135,7 @@ def _with_num_walls(hyper, env):
     """`hyper` with its num_walls filled in: the env's own (`env.num_walls`) if unset."""
     if hyper.num_walls is not None:
         return hyper
-    return hyper.replace(num_walls=int(getattr(env, "num_walls", 25)))
+    return hyper.replace(num_walls=int(env.num_walls))
 
 
 # -- domain randomisation --------------------------------------------------------------
@@ -139,18 +149,12 @@ class DRParams:
     num_walls: jax.Array = hparam(None, kind="int", low=0, doc=NUM_WALLS_DOC)
 
 
-@struct.dataclass
-class DRState:
-    params: DRParams
-    episodes_seen: jax.Array
-
-
 @dataclass(frozen=True)
-class DRTeacher:
+class DRTeacher(CountingTeacher):
     """Domain randomisation: every level fresh from the env's generator."""
 
     task_space: Box
-    env: Any = hparam(None, kind="any", doc=ENV_DOC)
+    env: LevelTaskEnv | None = hparam(None, kind="any", doc=ENV_DOC)
     hyper: DRParams = nested(DRParams)
 
     def __post_init__(self):
@@ -160,6 +164,7 @@ class DRTeacher:
             "dr",
             uses=PLR_USES,
             build=_build("dr"),
+            protocol=LevelTaskEnv,
             methods=("sample_tasks",),
         )
         hparams.validate_fields(self, "teacher")
@@ -168,20 +173,8 @@ class DRTeacher:
     def default_params(self) -> DRParams:
         return hparams.leaves(self.hyper)
 
-    def init(self, key: jax.Array, params: DRParams) -> DRState:
-        del key
-        return DRState(params=params, episodes_seen=jnp.zeros((), jnp.int32))
-
-    def sample(self, state: DRState, key: jax.Array, n: int):
+    def sample(self, state: CountingState, key: jax.Array, n: int):
         return state, self.env.sample_tasks(key, n, state.params.num_walls), default_info(n)
-
-    def update(
-        self, state: DRState, key, tasks, feedback: Feedback, rollout, step, student=None
-    ) -> DRState:
-        return state.replace(episodes_seen=state.episodes_seen + feedback.count.astype(jnp.int32))
-
-    def snapshot(self, state: DRState) -> dict:
-        return {"episodes_seen": state.episodes_seen}
 
 
 # -- rollout scores --------------------------------------------------------------------
@@ -236,15 +229,15 @@ def level_stats(rollout: Transition, gamma=None, gae_lambda=None, reward_scale=N
     """Scores' ingredients from a rollout [T, N] with `extras.value` [T, N] (module
     docstring). gamma, gae_lambda and reward_scale default to the student's own
     (`extras.value_spec`)."""
-    values = getattr(rollout.extras, "value", None)
-    spec = getattr(rollout.extras, "value_spec", None)
+    extras = rollout.extras
     given = all(x is not None for x in (gamma, gae_lambda, reward_scale))
-    if values is None or (spec is None and not given):
+    if not isinstance(extras, ValueEstimates) or (extras.value_spec is None and not given):
         raise ConfigError(
             "teacher: PLR scores levels by the agent's value estimates and its gamma, GAE "
             "lambda and reward scale, but the rollout's extras carry no `value` and "
             "`value_spec` (use an actor-critic agent such as ppo)"
         )
+    values, spec = extras.value, extras.value_spec
     if spec is not None:
         # The same for every step and instance: the student's scalars.
         gamma = spec.gamma[0, 0] if gamma is None else gamma
@@ -330,11 +323,11 @@ def staleness_weights(timestamps: jax.Array, episode_count, filled: jax.Array) -
 
 
 @dataclass(frozen=True)
-class PLRTeacher:
+class PLRTeacher(Teacher):
     """PLR, robust PLR (`robust`) and ACCEL (`num_edits` > 0); see the module docstring."""
 
     task_space: Box
-    env: Any = hparam(None, kind="any", doc=ENV_DOC)
+    env: LevelTaskEnv | None = hparam(None, kind="any", doc=ENV_DOC)
     capacity: int = hparam(4000, low=1, doc="Buffer slots (JaxUED, dcd: 4000).")
     score_function: str = hparam(
         "maxmc",
@@ -355,10 +348,22 @@ class PLRTeacher:
 
     def __post_init__(self):
         name = self.name
-        methods = ("sample_tasks", "edit_tasks") if self.num_edits else ("sample_tasks",)
         checks.check_env(
-            self.env, self.task_space, name, uses=PLR_USES, build=_build(name), methods=methods
+            self.env,
+            self.task_space,
+            name,
+            uses=PLR_USES,
+            build=_build(name),
+            protocol=LevelTaskEnv,
+            methods=("sample_tasks",),
         )
+        if self.num_edits:
+            checks.check(
+                self.env.has_level_edits,
+                f"teacher.env: the {name} teacher edits levels and needs an env with "
+                f"`edit_tasks` (LevelTaskEnv.has_level_edits); {type(self.env).__name__} "
+                "declares none",
+            )
         hparams.validate_fields(self, "teacher")
         object.__setattr__(self, "hyper", _with_num_walls(self.hyper, self.env))
 
@@ -469,12 +474,12 @@ class PLRTeacher:
         key: jax.Array,
         tasks: jax.Array,
         feedback: Feedback,
-        rollout: Transition | None,
         step: jax.Array,
-        student: Any = None,
+        context: UpdateContext = UpdateContext(),
     ) -> PLRState:
-        """Scores the batch's levels tasks [N, D] from `rollout` [T, N] and records them
-        (`record`). `feedback` is not read: the rollout has every step."""
+        """Scores the batch's levels tasks [N, D] from `context.rollout` [T, N] and records
+        them (`record`). `feedback` is not read: the rollout has every step."""
+        rollout = context.rollout
         if rollout is None:
             raise ConfigError(
                 f"teacher {self.name!r} scores levels from the rollout: call "
@@ -598,7 +603,6 @@ TEACHERS.register("accel")(make_accel)
 __all__ = [
     "BATCH_KINDS",
     "DRParams",
-    "DRState",
     "DRTeacher",
     "LevelStats",
     "PLRParams",

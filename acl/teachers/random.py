@@ -9,8 +9,9 @@ import jax.numpy as jnp
 from flax import struct
 
 from acl.core.spaces import Box
-from acl.core.types import Feedback, SampleInfo, default_info
+from acl.core.types import SampleInfo, default_info
 from acl.teachers.base import TEACHERS, class_factory
+from acl.teachers.counting import CountingState, CountingTeacher
 
 
 @struct.dataclass
@@ -18,32 +19,12 @@ class NoParams:
     """These teachers have no numeric hyperparameters."""
 
 
-@struct.dataclass
-class CountingState:
-    """Number of episodes reported so far; the teacher is otherwise stateless."""
-
-    params: NoParams
-    episodes_seen: jax.Array
-
-
 @dataclass(frozen=True)
-class _StatelessTeacher:
+class _StatelessTeacher(CountingTeacher):
     task_space: Box
 
     def default_params(self) -> NoParams:
         return NoParams()
-
-    def init(self, key: jax.Array, params: NoParams) -> CountingState:
-        del key
-        return CountingState(params=params, episodes_seen=jnp.zeros((), jnp.int32))
-
-    def update(
-        self, state: CountingState, key, tasks, feedback: Feedback, rollout, step, student=None
-    ):
-        return state.replace(episodes_seen=state.episodes_seen + feedback.count.astype(jnp.int32))
-
-    def snapshot(self, state: CountingState) -> dict:
-        return {"episodes_seen": state.episodes_seen}
 
 
 @dataclass(frozen=True)

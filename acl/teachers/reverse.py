@@ -82,7 +82,6 @@ Where this departs from the paper, and why:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -96,7 +95,8 @@ from acl.core.hparams import hparam, nested
 from acl.core.spaces import Box
 from acl.core.types import Feedback, default_info
 from acl.teachers import checks
-from acl.teachers.base import TEACHERS, class_factory
+from acl.teachers.base import TEACHERS, Teacher, UpdateContext, class_factory
+from acl.teachers.counting import CountingState, CountingTeacher
 from envs.base import StartTaskEnv
 
 START_ENV = dict(
@@ -164,7 +164,7 @@ class ReverseState:
 
 
 @dataclass(frozen=True)
-class ReverseTeacher:
+class ReverseTeacher(Teacher):
     """Reverse curriculum generation; see the module docstring."""
 
     task_space: Box
@@ -224,7 +224,7 @@ class ReverseTeacher:
     # -- parameters and state ----------------------------------------------------------
 
     def default_params(self) -> ReverseParams:
-        return hparams.leaves(_with_base_task(self.hyper, self.task_space))
+        return hparams.leaves(checks.with_base_task(self.hyper, self.task_space))
 
     def init(self, key: jax.Array, params: ReverseParams) -> ReverseState:
         """Buffer = [s^g]; the first batch is expanded from s^g (Algorithm 1, line 1)."""
@@ -284,9 +284,8 @@ class ReverseTeacher:
         key: jax.Array,
         tasks: jax.Array,
         feedback: Feedback,
-        rollout,
         step: jax.Array,
-        student: Any = None,
+        context: UpdateContext = UpdateContext(),
     ) -> ReverseState:
         """Counts attempts and successes per batch start; at a round boundary
         ((step + 1) % updates_per_round == 0) labels, fills the buffer and expands.
@@ -499,13 +498,6 @@ def _uniform_actions(space, u: jax.Array) -> jax.Array:
     )
 
 
-def _with_base_task(hyper, task_space: Box):
-    """`hyper` with its base_task filled in: the task space's default task if unset."""
-    if hyper.base_task is not None:
-        return hyper
-    return hyper.replace(base_task=task_space.default_task)
-
-
 @struct.dataclass
 class UniformStartParams:
     """Numeric hyperparameters (pytree leaves, vmappable)."""
@@ -513,14 +505,8 @@ class UniformStartParams:
     base_task: jax.Array = hparam(None, kind="floats", doc=BASE_TASK_DOC)
 
 
-@struct.dataclass
-class UniformStartState:
-    params: UniformStartParams
-    episodes_seen: jax.Array
-
-
 @dataclass(frozen=True)
-class UniformStartTeacher:
+class UniformStartTeacher(CountingTeacher):
     """Baseline: starts uniform over the task space's start part, goal fixed.
 
     A uniform task is mapped to the env's params and reset (so a start in a wall lands
@@ -541,13 +527,9 @@ class UniformStartTeacher:
         object.__setattr__(self, "hyper", self.hyper.replace(base_task=base))
 
     def default_params(self) -> UniformStartParams:
-        return hparams.leaves(_with_base_task(self.hyper, self.task_space))
+        return hparams.leaves(checks.with_base_task(self.hyper, self.task_space))
 
-    def init(self, key: jax.Array, params: UniformStartParams) -> UniformStartState:
-        del key
-        return UniformStartState(params=params, episodes_seen=jnp.zeros((), jnp.int32))
-
-    def sample(self, state: UniformStartState, key: jax.Array, n: int):
+    def sample(self, state: CountingState, key: jax.Array, n: int):
         env = self.env
         task_key, reset_key = jax.random.split(key)
         uniform = self.task_space.sample_uniform(task_key, n)
@@ -558,12 +540,6 @@ class UniformStartTeacher:
         base = jnp.broadcast_to(state.params.base_task, (n, self.task_space.dim))
         tasks = self.task_space.clip(env.task_with_start(base, starts))
         return state, tasks, default_info(n)
-
-    def update(self, state, key, tasks, feedback: Feedback, rollout, step, student=None):
-        return state.replace(episodes_seen=state.episodes_seen + feedback.count.astype(jnp.int32))
-
-    def snapshot(self, state) -> dict:
-        return {"episodes_seen": state.episodes_seen}
 
 
 REVERSE_PRESETS: dict[str, dict] = {
@@ -612,7 +588,6 @@ __all__ = [
     "ReverseState",
     "ReverseTeacher",
     "UniformStartParams",
-    "UniformStartState",
     "UniformStartTeacher",
     "make_reverse",
 ]

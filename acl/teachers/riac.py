@@ -94,7 +94,7 @@ from acl.core.errors import ConfigError
 from acl.core.hparams import hparam, nested
 from acl.core.spaces import Box
 from acl.core.types import Feedback, default_info
-from acl.teachers.base import TEACHERS, class_factory
+from acl.teachers.base import TEACHERS, Teacher, UpdateContext, class_factory
 
 
 @struct.dataclass
@@ -221,7 +221,7 @@ def _ages(ptr, count, size):
 
 
 @dataclass(frozen=True)
-class RIACTeacher:
+class RIACTeacher(Teacher):
     """RIAC over a Box task space (module docstring: behaviour and deviations)."""
 
     task_space: Box
@@ -337,7 +337,13 @@ class RIACTeacher:
     # ------------------------------------------------------------------ update
 
     def update(
-        self, state: RIACState, key, tasks, feedback: Feedback, rollout, step, student=None
+        self,
+        state: RIACState,
+        key,
+        tasks,
+        feedback: Feedback,
+        step,
+        context: UpdateContext = UpdateContext(),
     ) -> RIACState:
         """Insert the valid records of `feedback` (task [K, D], return [K]) into every node
         containing them, split at most one full leaf, recompute the ALPs. The tasks the

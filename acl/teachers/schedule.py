@@ -19,7 +19,7 @@ from acl.core import hparams
 from acl.core.hparams import hparam, nested
 from acl.core.spaces import Box
 from acl.core.types import Feedback, default_info
-from acl.teachers.base import TEACHERS, class_factory
+from acl.teachers.base import TEACHERS, Teacher, UpdateContext, class_factory
 from acl.teachers.checks import check
 
 
@@ -57,7 +57,7 @@ class ScheduleState:
 
 
 @dataclass(frozen=True)
-class ScheduleTeacher:
+class ScheduleTeacher(Teacher):
     """Uniform over a box growing linearly from a start box to the whole space; its keys
     are those of `ScheduleParams`."""
 
@@ -104,7 +104,13 @@ class ScheduleTeacher:
         return state, tasks, default_info(n)
 
     def update(
-        self, state: ScheduleState, key, tasks, feedback: Feedback, rollout, step, student=None
+        self,
+        state: ScheduleState,
+        key,
+        tasks,
+        feedback: Feedback,
+        step,
+        context: UpdateContext = UpdateContext(),
     ):
         return state.replace(
             updates=state.updates + 1,

@@ -64,7 +64,7 @@ Simplifications and deviations from TeachMyAgent, and why:
 - Validity conditions each successful task on the judge's current (fixed) prediction of
   its feasibility, clipped to [0.01, 0.99]; TeachMyAgent conditions it on the f the task
   was sampled with. Feedback carries only the task, and an extra f column would not
-  pass through a challenge's map (acl.benchmark.challenges).
+  pass through a challenge's map (acl.teachers.challenge).
 - logit(f) is taken of f clipped to [0.01, 0.99] (TeachMyAgent: of f in [1e-8, 1)).
 - Coverage and feasibility use fresh noise z ~ N(0, I) and f ~ U(0, 1); TeachMyAgent
   feeds the latents its flow infers for the buffered tasks (and their f's).
@@ -98,7 +98,7 @@ from acl.core.hparams import hparam, nested
 from acl.core.ring import Ring, ring_init, ring_push
 from acl.core.spaces import Box
 from acl.core.types import Feedback, default_info
-from acl.teachers.base import TEACHERS, class_factory
+from acl.teachers.base import TEACHERS, Teacher, UpdateContext, class_factory
 
 MIN_SCALE = 0.01
 """Floor of a coupling layer's scale (TeachMyAgent's `_MIN_SCALE`)."""
@@ -253,11 +253,13 @@ class SetterSolverState:
 
 
 @dataclass(frozen=True)
-class SetterSolverTeacher:
+class SetterSolverTeacher(Teacher):
     """Setter-Solver (Racanière et al. 2020), TeachMyAgent's version: a conditional flow
     sets tasks of a desired feasibility, as a judge trained on the student's successes
     predicts it; see the module docstring."""
 
+    takes_prior = True
+    """The initial setter is the expert prior (`with_prior`)."""
     task_space: Box
     setter_hidden: int = hparam(
         64, low=1, doc="Units of the setter's coupling nets (TeachMyAgent's benchmark 64)."
@@ -392,9 +394,15 @@ class SetterSolverTeacher:
         return state, tasks, default_info(n)
 
     def update(
-        self, state: SetterSolverState, key, tasks, feedback: Feedback, rollout, step, student=None
+        self,
+        state: SetterSolverState,
+        key,
+        tasks,
+        feedback: Feedback,
+        step,
+        context: UpdateContext = UpdateContext(),
     ):
-        del tasks, rollout
+        del tasks, context
         task = feedback.task[:, : self.dim]
         valid = feedback.mask.astype(bool) & jnp.all(jnp.isfinite(task), axis=-1)
         unit = jnp.where(valid[:, None], jnp.clip(self.to_unit(task), 0.0, 1.0), 0.0)

@@ -17,11 +17,11 @@ p its success rate on the level, and trains on a mix of those and fresh random l
   level. Until the first refresh the
   buffer is empty and every level is fresh.
 
-Random levels come from the env's generator when it has one (`env.sample_tasks(key, n,
-num_walls)`, the maze's, as the `dr` teacher), otherwise uniformly from the task space
-(any env with `is_success`: point_reach, cartpole, ...).
+Random levels come from the env's generator when it has one (a `LevelTaskEnv`:
+`env.sample_tasks(key, n, num_walls)`, the maze's, as the `dr` teacher), otherwise
+uniformly from the task space (any `TaskEnv`: point_reach, cartpole, ...).
 
-The student is the agent state the loop hands `update` (`student`, after this
+The student is the agent state the loop hands `update` (`context.student`, after this
 iteration's agent update) acting through the run's agent (`RunContext.agent`); the
 refresh is a `lax.cond` on the shared step, a real branch under a vmap over seeds. Its
 env steps are not training steps: the state counts them (`eval_env_steps`, float32, as
@@ -51,8 +51,9 @@ is 5000 x 2000 steps, so memory, not compute, may call for smaller batches.
 
 Under a challenge (`with_challenge`) SFL works in the unit cube like every teacher: its
 random levels are uniform there (a challenge has no level generator), and the wrapper
-passes `update` the challenge's map (`env_tasks`), through which SFL plays them on the
-env; the buffer stays in the teacher's coordinates.
+passes `update` the challenge's map (`context.env_tasks`), through which SFL plays them
+on the env; the buffer stays in the teacher's coordinates. Inside a `subspace` view the
+map lifts its levels onto the view's base task the same way.
 
 Not supported: `loop.shard_envs` (every device would run the same evaluation rollouts):
 ConfigError at construction.
@@ -74,8 +75,8 @@ from acl.core.hparams import hparam, nested
 from acl.core.spaces import Box
 from acl.core.types import Feedback, default_info, episode_returns
 from acl.teachers import checks
-from acl.teachers.base import TEACHERS, RunContext, class_factory
-from envs.base import random_tasks
+from acl.teachers.base import TEACHERS, RunContext, Teacher, UpdateContext, class_factory
+from envs.base import LevelTaskEnv, TaskEnv, random_tasks
 
 # -- learnability ------------------------------------------------------------------------
 
@@ -161,7 +162,7 @@ ENV_DOC = "The env the student is evaluated on (static); default: the run's."
 
 
 @dataclass(frozen=True)
-class SFLTeacher:
+class SFLTeacher(Teacher):
     """Sampling For Learnability; see the sfl module docstring."""
 
     task_space: Box
@@ -199,6 +200,7 @@ class SFLTeacher:
             uses="evaluates the student on the env's levels",
             build="TEACHERS.get('sfl')(task_space, context=RunContext(env=..., agent=..., "
             "play=...))",
+            protocol=TaskEnv,
             methods=("is_success",),
         )
         if self.task_space.dim != self.env.task_space.dim:
@@ -218,21 +220,21 @@ class SFLTeacher:
                 f"teacher.num_to_save ({self.num_to_save}) must be at most num_batches x "
                 f"batch_size ({self.num_batches * self.batch_size}), the levels scored"
             )
-        limit = getattr(self.env, "max_episode_steps", None)
-        if limit is not None and self.rollout_steps <= limit:
+        limit = self.env.max_episode_steps
+        if self.rollout_steps <= limit:
             raise ConfigError(
                 f"teacher.rollout_steps ({self.rollout_steps}) must exceed the env's time "
                 f"limit ({limit}): a level whose episode runs out of time would finish one "
                 "episode at most, so p would be 0 or 1 and its learnability p (1 - p) 0"
             )
         if self.hyper.num_walls is None:
-            walls = int(getattr(self.env, "num_walls", 0)) if self.generates else 0
+            walls = int(self.env.num_walls) if self.generates else 0
             object.__setattr__(self, "hyper", self.hyper.replace(num_walls=walls))
 
     @property
     def on_env_space(self) -> bool:
         """The teacher's task space is the env's: its levels are env tasks as they are
-        (otherwise a wrapper maps them, `env_tasks` of `update`)."""
+        (otherwise a wrapper maps them, `UpdateContext.env_tasks`)."""
         return (self.task_space.low, self.task_space.high) == (
             self.env.task_space.low,
             self.env.task_space.high,
@@ -240,9 +242,10 @@ class SFLTeacher:
 
     @property
     def generates(self) -> bool:
-        """Levels come from the env's generator (`sample_tasks`), which only exists on the
-        env's own task space; else they are uniform over the teacher's task space."""
-        return self.on_env_space and callable(getattr(self.env, "sample_tasks", None))
+        """Levels come from the env's generator (a `LevelTaskEnv`'s `sample_tasks`), which
+        only exists on the env's own task space; else they are uniform over the teacher's
+        task space."""
+        return self.on_env_space and isinstance(self.env, LevelTaskEnv)
 
     @property
     def env_steps_per_refresh(self) -> int:
@@ -288,28 +291,28 @@ class SFLTeacher:
         key: jax.Array,
         tasks: jax.Array,
         feedback: Feedback,
-        rollout: Any,
         step: jax.Array,
-        student: Any = None,
-        env_tasks: Any = None,
+        context: UpdateContext = UpdateContext(),
     ) -> SFLState:
         """A refresh when step % buffer_update_frequency == 0 (a real branch: `step` is
-        shared by the seeds); otherwise nothing. `tasks`, `feedback` and `rollout` are
-        not read: SFL scores levels by rollouts of its own.
+        shared by the seeds); otherwise nothing. `tasks`, `feedback` and the rollout are
+        not read: SFL scores levels by rollouts of its own, with `context.student`.
 
-        `env_tasks`: the map from the teacher's task space to the env's tasks, [n, D] ->
-        [n, D], when a wrapper hands out mapped tasks (`with_challenge` passes its
-        challenge's); None: the levels are env tasks."""
+        `context.env_tasks`: the map from the teacher's task space to the env's tasks,
+        [n, D] -> [n, D], when a wrapper hands out mapped tasks (`with_challenge` passes
+        its challenge's); None: the levels are env tasks."""
+        student, env_tasks = context.student, context.env_tasks
         if student is None:
             raise ConfigError(
                 "teacher sfl evaluates the current student: call update with "
-                "student=<the agent state> (the loop does)"
+                "UpdateContext(student=<the agent state>) (the loop does)"
             )
         if env_tasks is None:
             if not self.on_env_space:
                 raise ConfigError(
-                    "teacher sfl's task space is not the env's: update needs env_tasks, "
-                    "the map onto the env's tasks (with_challenge passes it)"
+                    "teacher sfl's task space is not the env's: update needs "
+                    "context.env_tasks, the map onto the env's tasks (with_challenge "
+                    "passes it)"
                 )
             env_tasks = _identity
         due = jnp.asarray(step, jnp.int32) % self.buffer_update_frequency == 0

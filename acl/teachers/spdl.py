@@ -39,11 +39,11 @@ Where this differs from TeachMyAgent, and why:
   kept from that rollout, per instance, when it knows the run's `num_envs`). TeachMyAgent
   calls the student's value function on the buffered initial states at update time; here
   the estimate is the one the agent made when the episode started, so that the teacher
-  imports no agent. Where no value is available (an agent without `extras.value`, no
-  rollout, as in the toy bandit, feedback that cannot be matched to the rollout's episode
-  ends, or an episode begun before a rollout the teacher did not keep a value from) the
-  episode's return stands in for it; the snapshot's `value_share` says what share of the
-  last update's episodes had a value.
+  imports no agent. Where no value is available (an agent whose extras declare no
+  values, acl.core.types.ValueEstimates; no rollout, as in the toy bandit; feedback that
+  cannot be matched to the rollout's episode ends; or an episode begun before a rollout
+  the teacher did not keep a value from) the episode's return stands in for it; the
+  snapshot's `value_share` says what share of the last update's episodes had a value.
 - The trust-region problem is solved to convergence by an augmented Lagrangian (Adam on
   (mean, Cholesky factor) in `solver_rounds` x `solver_steps` steps with a decaying step,
   the multiplier updated after each round; within 0.1% of SLSQP on tests/test_spdl.py's
@@ -73,7 +73,6 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -86,9 +85,9 @@ from acl.core.errors import ConfigError
 from acl.core.hparams import hparam, nested
 from acl.core.ring import Ring, ring_init, ring_push
 from acl.core.spaces import Box
-from acl.core.types import Feedback, default_info
+from acl.core.types import Feedback, Transition, ValueEstimates, default_info
 from acl.teachers import checks
-from acl.teachers.base import TEACHERS, class_factory
+from acl.teachers.base import TEACHERS, Teacher, UpdateContext, class_factory
 from acl.teachers.linalg import lower_triangular_apply, lower_triangular_inverse
 
 ALPHA_CAP = 1e5
@@ -273,8 +272,9 @@ def floor_std(g: Gaussian, lower_bound) -> Gaussian:
 # -- performance of each episode from the rollout --------------------------------------
 
 
-def episode_values(feedback: Feedback, rollout: Any, carry_value, carry_known):
-    """V(s0) of each feedback record from the rollout's `extras.value` [T, N].
+def episode_values(feedback: Feedback, rollout: Transition | None, carry_value, carry_known):
+    """V(s0) of each feedback record from the rollout's `extras.value` [T, N] (none
+    without a rollout, or when the agent's extras declare none: `ValueEstimates`).
 
     The j-th valid record is the j-th episode end of the rollout in step-major order (the
     loop's record order, kept by `compact_feedback`); an episode that ends at step t after
@@ -283,9 +283,10 @@ def episode_values(feedback: Feedback, rollout: Any, carry_value, carry_known):
     `carry_known` [N]: UNKNOWN, KNOWN, or STARTS_NEXT: the episode starts with the next
     rollout; both [0]: none kept). Returns (values [K], has_value [K], carry_value,
     carry_known)."""
-    values = getattr(getattr(rollout, "extras", None), "value", None)
+    declared = rollout is not None and isinstance(rollout.extras, ValueEstimates)
+    values = rollout.extras.value if declared else None
     k = feedback.mask.shape[0]
-    if values is None or getattr(rollout, "done", None) is None:
+    if values is None:
         return jnp.zeros((k,)), jnp.zeros((k,), bool), carry_value, carry_known
     done = rollout.done.astype(bool)
     num_steps, n = done.shape
@@ -397,10 +398,12 @@ class SPDLState:
 
 
 @dataclass(frozen=True)
-class SPDLTeacher:
+class SPDLTeacher(Teacher):
     """SPDL (Klink et al. 2020), TeachMyAgent's version: a Gaussian over the normalised task
     space moved towards a target by trust-region steps on the agent's value estimates."""
 
+    takes_prior = True
+    """Starts from the expert prior (`with_prior`)."""
     task_space: Box
     buffer_size: int = hparam(
         1000, low=1, doc="Most recent episodes an update uses (TeachMyAgent's 1000)."
@@ -455,18 +458,16 @@ class SPDLTeacher:
         if self.return_bounds is not None and not self.return_bounds[0] < self.return_bounds[1]:
             raise ConfigError(f"teacher.return_bounds needs low < high, got {self.return_bounds}")
         dim = self.task_space.dim
-        for mean, std in (("initial_mean", "initial_std"), ("target_mean", "target_std")):
-            if (getattr(self, mean) is None) != (getattr(self, std) is None):
-                raise ConfigError(f"teacher.{mean} and teacher.{std} go together")
-            for name in (mean, std):
-                values = getattr(self, name)
-                if values is None:
-                    continue
-                checks.check(
-                    len(values) in (1, dim),
-                    f"teacher.{name} has {len(values)} entries, the task space {dim}",
-                )
-                object.__setattr__(self, name, tuple(np.broadcast_to(values, (dim,)).tolist()))
+        gaussians = (
+            (("initial_mean", self.initial_mean), ("initial_std", self.initial_std)),
+            (("target_mean", self.target_mean), ("target_std", self.target_std)),
+        )
+        for (mean_name, mean), (std_name, std) in gaussians:
+            if (mean is None) != (std is None):
+                raise ConfigError(f"teacher.{mean_name} and teacher.{std_name} go together")
+            for name, values in ((mean_name, mean), (std_name, std)):
+                if values is not None:
+                    object.__setattr__(self, name, checks.per_dimension(values, dim, name))
 
     # -- coordinates ----------------------------------------------------------------------
 
@@ -508,7 +509,7 @@ class SPDLTeacher:
 
     def with_prior(self, params: SPDLParams, mean, std, enabled) -> SPDLParams:
         """Expert knowledge: start from N(mean, std^2) ([D] each, task units) where
-        `enabled`; traced values are fine (acl.benchmark.challenges)."""
+        `enabled`; traced values are fine (acl.teachers.challenge)."""
         mean = self.to_unit(jnp.asarray(mean, jnp.float32))
         std = jnp.asarray(std, jnp.float32) / self._range
         return params.replace(
@@ -554,7 +555,16 @@ class SPDLTeacher:
         )
         return state, tasks, default_info(n)
 
-    def update(self, state: SPDLState, key, tasks, feedback: Feedback, rollout, step, student=None):
+    def update(
+        self,
+        state: SPDLState,
+        key,
+        tasks,
+        feedback: Feedback,
+        step,
+        context: UpdateContext = UpdateContext(),
+    ):
+        rollout = context.rollout
         dim = self.task_space.dim
         mask = feedback.mask.astype(bool)
         returns = jnp.where(mask, feedback.episode_return, 0.0).astype(jnp.float32)
@@ -579,8 +589,8 @@ class SPDLTeacher:
             carry_known=carry_known,
             value_share=jnp.where(mask.any(), share, state.value_share).astype(jnp.float32),
         )
-        done = getattr(rollout, "done", None)
-        if done is not None:
+        if rollout is not None:
+            done = rollout.done
             # Env steps after this update, from the shared counter: the same for every
             # seed, so the branch below stays a real branch under a vmap over seeds.
             per_update = int(np.prod(done.shape))

@@ -10,6 +10,10 @@ runs an inner teacher on the sub-box of `dims` and writes its choices into `base
 
 Columns an inner teacher appends past its d (`Feedback.task` may be wider than the env's
 task, acl.teachers.base) follow the D env columns and come back to it in its feedback.
+The view composes like any wrapper: the inner teacher's `wrap_student` is the view's,
+and its `update` gets the view's context with `env_tasks` mapping its coordinates
+through `base_task` (and then through the map the view was given, if any), so a teacher
+that plays levels of its own (SFL) plays them where the view puts them.
 The inner teacher is built on the sub-box with the run's context, so it sees the run's
 return bounds and loop mode; a teacher that needs the env's own task space (goal and
 level teachers) cannot run inside it (its env check fails on the dimensions).
@@ -33,11 +37,12 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from acl.agents.base import Agent
 from acl.core import hparams
 from acl.core.spaces import Box
 from acl.core.types import Feedback
 from acl.teachers import checks
-from acl.teachers.base import TEACHERS, RunContext
+from acl.teachers.base import TEACHERS, RunContext, Teacher, UpdateContext
 
 
 @struct.dataclass
@@ -58,12 +63,12 @@ class SubspaceState:
 
 
 @dataclass(frozen=True)
-class SubspaceTeacher:
+class SubspaceTeacher(Teacher):
     """`inner` (a teacher on the sub-box of `dims`) chooses those dimensions; the others
     are `base_task`'s. See the module docstring."""
 
     task_space: Box
-    inner: Any
+    inner: Teacher
     """The inner teacher, built on `sub_space(task_space, dims)`."""
     dims: tuple[int, ...]
     """Indices of the task dimensions the inner teacher chooses (no repeats)."""
@@ -101,23 +106,42 @@ class SubspaceTeacher:
         return state.replace(inner=inner), tasks, info
 
     def update(
-        self, state: SubspaceState, key, tasks, feedback: Feedback, rollout, step, student=None
+        self,
+        state: SubspaceState,
+        key,
+        tasks,
+        feedback: Feedback,
+        step,
+        context: UpdateContext = UpdateContext(),
     ):
-        """The inner teacher's update on the projected tasks and feedback (the rollout
-        and the student pass through unchanged)."""
+        """The inner teacher's update on the projected tasks and feedback. The rollout
+        and the student pass through unchanged; `env_tasks` lifts the inner teacher's
+        coordinates onto `base_task` first (module docstring)."""
         projected = feedback.replace(task=self.project(feedback.task))
+        outer = context.env_tasks
+        base_task = state.params.base_task
+
+        def env_tasks(sub: jax.Array) -> jax.Array:
+            """Inner tasks [n, d] -> the env's tasks [n, D]."""
+            full = self.lift(base_task, sub)
+            return full if outer is None else outer(full)
+
         inner = self.inner.update(
-            state.inner, key, self.project(tasks), projected, rollout, step, student=student
+            state.inner,
+            key,
+            self.project(tasks),
+            projected,
+            step,
+            context.replace(env_tasks=env_tasks),
         )
         return state.replace(inner=inner)
 
     def snapshot(self, state: SubspaceState) -> dict:
         return self.inner.snapshot(state.inner)
 
-    def wrap_student(self, agent):
-        """The inner teacher's student wrapper, if it has one."""
-        wrap = getattr(self.inner, "wrap_student", None)
-        return agent if wrap is None else wrap(agent)
+    def wrap_student(self, agent: Agent) -> Agent:
+        """The inner teacher's wrapper of the student (the view needs none)."""
+        return self.inner.wrap_student(agent)
 
 
 def sub_space(task_space: Box, dims: Sequence[int]) -> Box:

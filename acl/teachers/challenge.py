@@ -1,5 +1,5 @@
-"""TeachMyAgent's challenge variants (Romac et al. 2021), as data for any env with a Box
-task space.
+"""TeachMyAgent's challenge variants (Romac et al. 2021) as data, and the teacher wrapper
+that works through them, for any env with a Box task space.
 
 A challenge is a `Challenge` pytree, not a new program: `with_challenge(teacher)`, in the
 spirit of optax's transformations, returns a teacher that works in the unit cube [0, 1]^D
@@ -7,7 +7,8 @@ spirit of optax's transformations, returns a teacher that works in the unit cube
 onto the env's true tasks, and which prior an expert gives. The student's
 re-initialisation period (forgetting) is the loop's data (`acl.loop.train.RunData`), since a
 teacher cannot reset the student. So one compiled program serves every challenge of a
-teacher, and a vmap can batch them (`acl.build.challenge_data` makes the data).
+teacher, and a vmap can batch them. The composition root makes a named challenge's data
+(`acl.build.make_challenge` from a `ChallengeSpec`) and the loop's (`acl.build.challenge_data`).
 
 | challenge | what changes | data |
 |---|---|---|
@@ -18,7 +19,8 @@ teacher, and a vmap can batch them (`acl.build.challenge_data` makes the data).
 | forgetting | the student forgets | weights, optimiser (and replay) reset every N iterations |
 
 Expert knowledge (`expert`), on top of any challenge, for teachers that can use a prior
-(those with `with_prior(params, mean, std, use)`: ALP-GMM and Covar-GMM bootstrap from it):
+(`takes_prior`, with `with_prior(params, mean, std, enabled)`: ALP-GMM and Covar-GMM
+bootstrap from it; acl.teachers.base):
 
 - none: no prior;
 - low: a random sub-space prior: a seeded box covering half of each dimension's range,
@@ -37,10 +39,7 @@ and the feedback brings u back bit for bit, so the inner teacher never sees an e
 
 from __future__ import annotations
 
-__all__ = ["CHALLENGES", "EXPERT_LEVELS", "ChallengeSpec"]  # re-exported from acl.config
-
 import functools
-import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,14 +48,14 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from acl.config import CHALLENGES, EXPERT_LEVELS, ChallengeSpec
+from acl.agents.base import Agent
 from acl.core.errors import ConfigError
 from acl.core.spaces import Box
+from acl.core.types import Feedback, SampleInfo
+from acl.teachers.base import Teacher, UpdateContext
 
 NUM_INTERVALS = 4
 """Intervals per dimension of the rugged map (TeachMyAgent's value)."""
-HIGH_EXPERT_STD = 0.1
-"""Std of the high expert prior, as a fraction of each dimension's range."""
 
 
 @struct.dataclass
@@ -126,20 +125,6 @@ def to_teacher(challenge: Challenge, task: jax.Array) -> jax.Array:
     return (index + within) / intervals
 
 
-def challenge_bounds(env, challenge: str) -> Box:
-    """The env-space box a challenge's teacher space maps onto."""
-    if challenge in ("unfeasible", "trivial"):
-        attribute = f"{challenge}_bounds"
-        bounds = getattr(env, attribute, None)
-        if bounds is None:
-            raise ConfigError(
-                f"env {env.name!r} declares no {attribute}, so the {challenge!r} challenge "
-                "is undefined for it"
-            )
-        return bounds
-    return env.task_space
-
-
 def rugged_permutation(dim: int, seed: int, intervals: int = NUM_INTERVALS) -> np.ndarray:
     """[dim, intervals] seeded permutations, none of them the identity."""
     rng = np.random.default_rng(seed)
@@ -150,45 +135,6 @@ def rugged_permutation(dim: int, seed: int, intervals: int = NUM_INTERVALS) -> n
             perm = rng.permutation(intervals)
         perms.append(perm)
     return np.stack(perms).astype(np.int32)
-
-
-def make_challenge(
-    env,
-    spec: ChallengeSpec,
-    seed: int = 0,
-    reset_every: int = 0,
-) -> Challenge:
-    """The data of `spec` for `env`.
-
-    Args:
-      seed: seeds the rugged permutation and the low expert's sub-space (the same for
-        every teacher and run seed, so teachers face the same challenge).
-      reset_every: iterations between student re-initialisations for "forgetting".
-    """
-    bounds = challenge_bounds(env, spec.challenge)
-    dim = bounds.dim
-    if spec.challenge == "forgetting" and reset_every <= 0:
-        raise ConfigError("the forgetting challenge needs reset_every > 0 iterations")
-    identity_bounds = identity_challenge(bounds).replace(
-        reset_every=jnp.asarray(reset_every if spec.challenge == "forgetting" else 0, jnp.int32),
-    )
-    if spec.challenge == "rugged":
-        identity_bounds = identity_bounds.replace(
-            interval_perm=jnp.asarray(rugged_permutation(dim, seed))
-        )
-    if spec.expert == "none":
-        return identity_bounds
-    if spec.expert == "high":
-        easy = getattr(env, "easy_task", None)
-        easy = np.asarray(env.task_space.default_task if easy is None else easy)
-        mean = to_teacher(identity_bounds, jnp.asarray(easy, jnp.float32))
-        std = jnp.full((dim,), HIGH_EXPERT_STD, jnp.float32)
-    else:
-        rng = np.random.default_rng([seed, 1])
-        start = rng.uniform(0.0, 0.5, size=dim)
-        mean = jnp.asarray(start + 0.25, jnp.float32)
-        std = jnp.full((dim,), 0.25 / np.sqrt(3.0), jnp.float32)
-    return identity_bounds.replace(prior_mean=mean, prior_std=std, use_prior=jnp.asarray(True))
 
 
 def identity_challenge(bounds: Box) -> Challenge:
@@ -203,14 +149,6 @@ def identity_challenge(bounds: Box) -> Challenge:
         prior_std=jnp.ones((dim,), jnp.float32),
         use_prior=jnp.asarray(False),
     )
-
-
-def apply_prior(teacher, params, challenge: Challenge):
-    """The teacher's params with the challenge's expert prior, if the teacher takes one."""
-    with_prior = getattr(teacher, "with_prior", None)
-    if with_prior is None:
-        return params
-    return with_prior(params, challenge.prior_mean, challenge.prior_std, challenge.use_prior)
 
 
 # -- the teacher wrapper ---------------------------------------------------------------------
@@ -230,11 +168,11 @@ class ChallengedState:
 
 
 @dataclass(frozen=True)
-class ChallengedTeacher:
+class ChallengedTeacher(Teacher):
     """A teacher working in the unit cube, handed out through a challenge's map; see the
     module docstring. Build it with `with_challenge`."""
 
-    inner: Any
+    inner: Teacher
     """The wrapped teacher; its task space is `teacher_space(env_space)`."""
     task_space: Box
     """The env's task space: the first D columns of every task handed out."""
@@ -243,63 +181,82 @@ class ChallengedTeacher:
     def dim(self) -> int:
         return self.task_space.dim
 
+    @property
+    def configured_teacher(self) -> Teacher:
+        """The wrapped teacher: the config's `teacher` section configures it, the build
+        adds the challenge."""
+        return self.inner.configured_teacher
+
     def default_params(self) -> ChallengedParams:
         """The inner teacher's defaults under the identity challenge over the env's space."""
         return self.params_for(identity_challenge(self.task_space))
 
     def params_for(self, challenge: Challenge, params: Any = None) -> ChallengedParams:
         """Params (the inner teacher's, default when None) under `challenge`, with its
-        expert prior applied where the inner teacher takes one."""
+        expert prior applied (a teacher that takes none keeps its params)."""
         params = self.inner.default_params() if params is None else params
-        return ChallengedParams(apply_prior(self.inner, params, challenge), challenge)
+        with_prior = self.inner.with_prior(
+            params, challenge.prior_mean, challenge.prior_std, challenge.use_prior
+        )
+        return ChallengedParams(with_prior, challenge)
 
     def init(self, key: jax.Array, params: ChallengedParams) -> ChallengedState:
         return ChallengedState(self.inner.init(key, params.inner), params.challenge)
 
-    def sample(self, state: ChallengedState, key: jax.Array, n: int):
+    def sample(
+        self, state: ChallengedState, key: jax.Array, n: int
+    ) -> tuple[ChallengedState, jax.Array, SampleInfo]:
         """-> (state, [env task | teacher coordinates] [n, 2D], info)."""
         inner, unit, info = self.inner.sample(state.inner, key, n)
         tasks = jnp.concatenate([to_env(state.challenge, unit), unit], axis=-1)
         return state.replace(inner=inner), tasks, info
 
-    def update(self, state: ChallengedState, key, tasks, feedback, rollout, step, student=None):
-        """The inner teacher's update, on its own coordinates (the rollout and the
-        student pass through unchanged). An inner teacher that plays levels of its own
-        on the env (its `update` takes `env_tasks`, as SFL's) also gets the challenge's
-        map from its coordinates to the env's tasks."""
+    def update(
+        self,
+        state: ChallengedState,
+        key: jax.Array,
+        tasks: jax.Array,
+        feedback: Feedback,
+        step: jax.Array,
+        context: UpdateContext = UpdateContext(),
+    ) -> ChallengedState:
+        """The inner teacher's update, on its own coordinates. The rollout and the student
+        pass through unchanged; `env_tasks` becomes the challenge's map from the inner
+        teacher's coordinates to the env's tasks (after the one this wrapper was given,
+        if any), for a teacher that plays levels of its own on the env (SFL)."""
         inner_feedback = feedback.replace(task=feedback.task[:, self.dim :])
-        extra = {}
-        if self.maps_tasks:
-            extra["env_tasks"] = functools.partial(to_env, state.challenge)
+        to_env_tasks = functools.partial(to_env, state.challenge)
+        outer = context.env_tasks
+        if outer is not None:
+            to_env_tasks = _composed(outer, to_env_tasks)
         inner = self.inner.update(
             state.inner,
             key,
             tasks[:, self.dim :],
             inner_feedback,
-            rollout,
             step,
-            student=student,
-            **extra,
+            context.replace(env_tasks=to_env_tasks),
         )
         return state.replace(inner=inner)
-
-    @property
-    def maps_tasks(self) -> bool:
-        """The inner teacher's `update` takes `env_tasks` (it plays levels on the env)."""
-        return "env_tasks" in inspect.signature(self.inner.update).parameters
 
     def snapshot(self, state: ChallengedState) -> dict:
         return self.inner.snapshot(state.inner)
 
-    def __getattr__(self, name: str):
-        # What the contract does not cover (presets, fit periods, `wrap_student`) is the
-        # inner teacher's.
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
+    def wrap_student(self, agent: Agent) -> Agent:
+        """The inner teacher's wrapper of the student (the challenge needs none)."""
+        return self.inner.wrap_student(agent)
 
 
-def with_challenge(teacher, env_space: Box) -> ChallengedTeacher:
+def _composed(outer, inner):
+    """`outer(inner(x))`: a map after another, as one `env_tasks`."""
+
+    def composed(tasks: jax.Array) -> jax.Array:
+        return outer(inner(tasks))
+
+    return composed
+
+
+def with_challenge(teacher: Teacher, env_space: Box) -> ChallengedTeacher:
     """`teacher`, built on `teacher_space(env_space)`, as a teacher of the env's tasks
     whose params carry a `Challenge` (`params_for(challenge)`)."""
     if teacher.task_space.dim != env_space.dim:
@@ -308,3 +265,18 @@ def with_challenge(teacher, env_space: Box) -> ChallengedTeacher:
             f"dimensions, the env's {env_space.dim}"
         )
     return ChallengedTeacher(teacher, env_space)
+
+
+__all__ = [
+    "NUM_INTERVALS",
+    "Challenge",
+    "ChallengedParams",
+    "ChallengedState",
+    "ChallengedTeacher",
+    "identity_challenge",
+    "rugged_permutation",
+    "teacher_space",
+    "to_env",
+    "to_teacher",
+    "with_challenge",
+]
