@@ -2,6 +2,8 @@
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
+# The `acl` command (docs/cli.md), installed by setup
+ACL := $(VENV)/bin/acl
 STAMP := $(VENV)/.installed
 
 .PHONY: run test test-slow bench toy-bandit benchmark-quick lint setup clean
@@ -17,9 +19,9 @@ $(STAMP): setup.cfg pyproject.toml
 
 # Random vs ALP-GMM on point_reach's mostly unfeasible space (docs/results/point_reach.md).
 run: $(STAMP)
-	$(PY) -m experiments.run --config experiments/configs/point_reach_unfeasible_random.yaml --out runs/make_run/random
-	$(PY) -m experiments.run --config experiments/configs/point_reach_unfeasible_alp_gmm.yaml --out runs/make_run/alp_gmm
-	$(PY) -m experiments.compare runs/make_run/random runs/make_run/alp_gmm --out runs/make_run
+	$(ACL) run --config experiments/configs/point_reach_unfeasible_random.yaml --out runs/make_run/random
+	$(ACL) run --config experiments/configs/point_reach_unfeasible_alp_gmm.yaml --out runs/make_run/alp_gmm
+	$(ACL) compare runs/make_run/random runs/make_run/alp_gmm --out runs/make_run
 
 # The package graph contracts ([importlinter] in setup.cfg) first: they take a second.
 test: $(STAMP)
@@ -30,14 +32,14 @@ test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow -n auto
 
 bench: $(STAMP)
-	$(PY) -m experiments.bench_ppo --out runs/bench_ppo.json
-	$(PY) -m experiments.bench_teachers --out runs/bench_teachers.json
+	$(ACL) bench-ppo --out runs/bench_ppo.json
+	$(ACL) bench-teachers --out runs/bench_teachers.json
 
 toy-bandit: $(STAMP)
-	$(PY) -m experiments.toy_bandit --out runs/toy_bandit
+	$(ACL) toy-bandit --out runs/toy_bandit
 
 benchmark-quick: $(STAMP)
-	$(PY) -m experiments.benchmark --suite quick --out runs/benchmark_quick
+	$(ACL) benchmark --suite quick --out runs/benchmark_quick
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

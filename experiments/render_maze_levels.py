@@ -1,54 +1,9 @@
-"""The held-out UED mazes (envs.maze_levels.EVALUATION) in one figure, as the README shows.
+"""`python -m experiments.render_maze_levels`, kept: the script is now
+experiments/tools/render_maze_levels.py (`acl render-maze-levels`)."""
 
-python -m experiments.render_maze_levels [--out experiments/figures/maze_held_out.png]
-python -m experiments.render_maze_levels --set maze_mini_held_out \
-    --out experiments/figures/maze_mini_held_out.png       # the mini-UED protocol's 9 x 9
-"""
-
-from __future__ import annotations
-
-import argparse
 import sys
 
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.render_maze_levels")
-    parser.add_argument("--out", default="experiments/figures/maze_held_out.png")
-    parser.add_argument(
-        "--set", default="maze_held_out", help="a named set of envs.maze_levels.NAMED_SETS"
-    )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the procedural mazes")
-    args = parser.parse_args(argv)
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from envs.maze import Maze, level_to_params
-    from envs.maze_levels import NAMED_SETS, make_level
-
-    if args.set not in NAMED_SETS:
-        parser.error(f"--set: unknown {args.set!r}; sets: {', '.join(NAMED_SETS)}")
-    names = NAMED_SETS[args.set]
-    levels = [make_level(name, seed=args.seed) for name in names]
-    size = max(max(level.wall_map.shape) for level in levels)
-    env = Maze(height=size, width=size)
-    cols = min(5, len(names)) if len(names) != 8 else 4
-    rows = -(-len(names) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3 * cols, 3.2 * rows))
-    for ax in axes.flat:
-        ax.axis("off")
-    for ax, name, level in zip(axes.flat, names, levels):
-        # Smaller procedural levels are padded with walls to the set's largest size.
-        params = level_to_params(level, size, size)
-        ax.imshow(env.render_level(params))
-        ax.set_title(name)
-    fig.tight_layout()
-    fig.savefig(args.out, dpi=60)
-    print(f"wrote {args.out}")
-    return 0
-
+from experiments.tools.render_maze_levels import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -11,7 +11,7 @@ import jax
 import numpy as np
 import pytest
 
-from experiments import bench_maze as bench
+from experiments.bench import maze as bench
 
 HAS_JAXUED = importlib.util.find_spec("jaxued") is not None
 NO_JAXUED = "jaxued is not installed (the `dev` extra pins jaxued==0.0.1): ours-only rows"

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from envs import make_env
-from experiments import bench_stump_tracks as bench
+from experiments.bench import stump_tracks as bench
 
 # Box2D's SWIG types warn on import (Python 3.11+); nothing of ours
 pytestmark = pytest.mark.filterwarnings("ignore:builtin type:DeprecationWarning")
@@ -36,7 +36,7 @@ def _check_document(path, num_envs: list[int], steps: int, repeats: int) -> dict
         assert row["num_envs"] == f"{result['num_envs']:,}"
         assert row["ratio"] == f"{result['ratio']:.2f}"
     provenance = doc["provenance"]
-    assert provenance["argv"][:3] == ["python", "-m", "experiments.bench_stump_tracks"]
+    assert provenance["argv"][:2] == ["acl", "bench-stump-tracks"]
     assert provenance["extra_versions"]["gymnasium"]
     assert provenance["versions"]["jax"]
     assert doc["machine"]["cpu_count"] >= 1

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from acl.config import load_config
-from experiments import bench_teachers
+from experiments.bench import teachers as bench_teachers
 from tests.conftest import TINY
 
 

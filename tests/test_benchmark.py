@@ -98,7 +98,7 @@ def test_an_interrupted_benchmark_resumes_without_recomputing_finished_cells(
     calls.clear()
 
     def counting(self, spec, *args, **kwargs):
-        calls.append((self.trainer.config.teacher.name, spec.key))
+        calls.append((self.config.teacher.name, spec.key))
         return real_run(self, spec, *args, **kwargs)
 
     monkeypatch.setattr(runner._Program, "run", counting)

@@ -1,4 +1,4 @@
-"""What a new user types wrong, through `python -m experiments.run` (issue 22, point 2).
+"""What a new user types wrong, through `acl run` (issue 22, point 2).
 
 Every bad input must give one line naming the field, exit code 2 and no traceback,
 before anything is compiled and before anything is written under --out. Nothing here
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import run as run_cli
+from experiments.tools import run as run_cli
 
 # test_cli's compile listener, and its import of acl.loop.train that keeps gymnax's
 # import-time jnp constants out of the counts.

@@ -1,5 +1,5 @@
-"""experiments.gmm_k_range: the refits reproduce the run's own fits, and the comparison
-of mixtures padded to different k_max."""
+"""experiments.bench.gmm_k_range (`acl gmm-k-range`): the refits reproduce the run's own
+fits, and the comparison of mixtures padded to different k_max."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from acl.teachers.gmm import GMM
-from experiments import gmm_k_range
+from experiments.bench import gmm_k_range
 from tests.conftest import TINY
 
 

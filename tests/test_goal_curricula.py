@@ -1,4 +1,5 @@
-"""experiments.goal_curricula hands each comparison its own script's arguments."""
+"""experiments.papers.goal_curricula (`acl goal-curricula`) hands each comparison its own
+script's arguments."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import importlib
 
 import pytest
 
-from experiments import goal_curricula
+from experiments.cli import CONFIGS
+from experiments.papers import goal_curricula
 
 
 @pytest.fixture
@@ -20,7 +22,7 @@ def calls(monkeypatch):
 
 def test_one_comparison_gets_its_arguments_unchanged(calls):
     assert goal_curricula.main(["recovery", "--seeds", "2"]) == 0
-    assert calls == [("experiments.svgg", ["--recovery", "--seeds", "2"])]
+    assert calls == [("experiments.papers.svgg", ["--recovery", "--seeds", "2"])]
 
 
 def test_all_runs_every_comparison_into_its_own_folder(calls):
@@ -29,14 +31,7 @@ def test_all_runs_every_comparison_into_its_own_folder(calls):
         ["--out", "out/svgg"],
         ["--recovery", "--out"],
         ["--out", "out/reverse"],
-        [
-            "--config",
-            str(
-                goal_curricula.Path(goal_curricula.__file__).parent
-                / "configs"
-                / "reverse_point_maze.yaml"
-            ),
-        ],
+        ["--config", str(CONFIGS / "reverse_point_maze.yaml")],
         ["--out", "out/jsrl"],
     ]
     assert calls[3][1][2:4] == ["--out", "out/reverse_point"]

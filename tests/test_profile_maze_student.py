@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from acl.agents.recurrent_ppo import CPU_STUDENT
-from experiments import profile_maze_student
+from experiments.bench import profile_maze_student
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,5 +1,5 @@
-"""acl.snapshots reads a run's teacher snapshots and draws them by shape; the notebook
-notebooks/teacher_snapshots.ipynb renders a real run's."""
+"""acl.run.snapshots reads a run's teacher snapshots and acl.benchmark.figures draws them by
+shape; the notebook notebooks/teacher_snapshots.ipynb renders a real run's."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from acl.benchmark.figures import plot_teacher_snapshots
 from acl.run.results import write_npz
-from acl.snapshots import load_teacher_snapshots, plot_teacher_snapshots, task_names
+from acl.run.snapshots import load_teacher_snapshots, task_names
 from tests.notebooks import count_images, execute, stored_parameters_cell, streams
 
 ROOT = Path(__file__).resolve().parents[1]

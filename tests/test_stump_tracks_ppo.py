@@ -13,13 +13,14 @@ import pytest
 from flax import serialization
 
 from acl.benchmark import runner
-from acl.benchmark.challenges import ChallengeSpec, challenge_bounds, make_challenge
 from acl.benchmark.runner import load_suite
-from acl.build import build_components
+from acl.build import build_components, challenge_bounds, make_challenge
+from acl.config import ChallengeSpec
 from acl.loop.evaluation import make_test_set
 from envs import ENVS
-from experiments import benchmark, stump_tracks_ppo
-from experiments.stump_tracks_ppo import learning_statistics, load_agent, load_policy
+from experiments.papers import stump_tracks_ppo
+from experiments.papers.stump_tracks_ppo import learning_statistics, load_agent, load_policy
+from experiments.tools import benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "experiments" / "configs"
@@ -33,7 +34,7 @@ def env():
 @pytest.fixture(scope="module")
 def suites():
     return {
-        name: load_suite(ROOT / benchmark.SUITES[name])
+        name: load_suite(CONFIGS / benchmark.SUITES[name])
         for name in ("stump_tracks", "stump_tracks_quick")
     }
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from experiments import toy_bandit
+from experiments.papers import toy_bandit
 
 
 def test_teacher_options_are_scoped_by_teacher():

@@ -1,5 +1,5 @@
 """experiments/ued_mazes.py's table and notebooks/ued_mazes.ipynb, on tiny runs of all five
-teachers (tests/fixtures/ued_mazes: `python -m experiments.ued_mazes --preset cpu --seeds 2
+teachers (tests/fixtures/ued_mazes: `acl ued-mazes --preset cpu --seeds 2
 --set loop.total_env_steps=16384 --set loop.eval_every=8192 --set eval.sampled_attempts=2
 --set loop.task_log_size=8`)."""
 
@@ -14,7 +14,7 @@ import pytest
 
 from acl.agents.base import AGENTS
 from envs.maze_levels import EVALUATION, PLR_EVALUATION
-from experiments import ued_mazes
+from experiments.papers import ued_mazes
 from tests.notebooks import count_images, execute, stored_parameters_cell, streams
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -141,7 +141,7 @@ def _mini_metrics(path: Path, finals: dict[int, list[float]]) -> None:
 
 
 def test_mini_suite_final_is_the_mean_of_the_last_three_with_welch_p_against_dr(tmp_path):
-    from acl.benchmark.report import welch_p
+    from acl.benchmark.stats import welch_p
 
     _mini_metrics(tmp_path / "dr", {0: [0.1, 0.2, 0.3], 1: [0.0, 0.1, 0.2]})
     _mini_metrics(
@@ -185,7 +185,7 @@ def test_mini_configs_build_and_share_every_setting_but_the_teacher():
 
 
 def test_mini_suite_tables_add_the_risk_over_sampled_mazes(tmp_path):
-    from acl.benchmark.report import welch_p
+    from acl.benchmark.stats import welch_p
 
     _mini_metrics(tmp_path / "dr", {0: [0.1, 0.2, 0.3], 1: [0.0, 0.1, 0.2]})
     _mini_metrics(tmp_path / "sfl", {0: [0.5, 0.6, 0.7], 1: [0.6, 0.6, 0.6]})

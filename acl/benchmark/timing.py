@@ -12,8 +12,9 @@ import jax
 import jax.numpy as jnp
 from gymnax.environments import spaces
 
-from acl.build import run_data
+from acl.loop.carry import RunData
 from acl.loop.devices import DeviceLayout
+from acl.loop.placement import DeviceSplit
 from acl.loop.rollout import select_instances
 from acl.loop.train import Trainer
 
@@ -144,16 +145,18 @@ class CompiledTraining:
 
 
 def compile_training(
-    trainer: Trainer, iterations: int, warmup_iterations: int = 0
+    trainer: Trainer, iterations: int, warmup_iterations: int = 0, data: RunData | None = None
 ) -> CompiledTraining:
     """Compiles `iterations` iterations (teacher, rollout, update; all seeds vmapped, no
     evaluation) and runs the `warmup_iterations` (rounded up to whole calls) untimed, so that
     the timed ones see a teacher past its start-up (a replay buffer at its minimum fill).
-    One device, or the two of `loop.overlap_teacher` (acl.loop.devices)."""
-    layout = DeviceLayout.create(trainer, 2 if trainer.config.loop.overlap_teacher else 1)
+    One device, or the two of `loop.overlap_teacher` (acl.loop.devices). `data`: the run's
+    data (`acl.build.run_data`), shared by all seeds."""
+    beside = trainer.device_split is DeviceSplit.TEACHER_BESIDE
+    layout = DeviceLayout.create(trainer, 2 if beside else 1)
     keys = layout.seed_keys()
-    # A challenged trainer (the config's `challenge`) shares its challenge across seeds.
-    carry = layout.jit_init_seeds()(keys, run_data(trainer))
+    # A challenged run's data (the config's `challenge`) is shared across seeds.
+    carry = layout.jit_init_seeds()(keys, data)
     first = jnp.int32(0)
     start = time.perf_counter()
     run = layout.jit_iterations_seeds(iterations).lower(carry.seed, first).compile()
@@ -169,18 +172,22 @@ def compile_training(
         run=run,
         seed_carry=seed_carry,
         first_iteration=jnp.int32(done),
-        env_steps=trainer.config.num_seeds * iterations * trainer.steps_per_iteration,
+        env_steps=trainer.seeds.count * iterations * trainer.schedule.steps_per_iteration,
         compile_seconds=compile_seconds,
         warmup_iterations=done,
     )
 
 
 def training_throughput(
-    trainer: Trainer, iterations: int, repeats: int = 3, warmup_iterations: int = 0
+    trainer: Trainer,
+    iterations: int,
+    repeats: int = 3,
+    warmup_iterations: int = 0,
+    data: RunData | None = None,
 ) -> dict:
     """Env steps/s of `iterations` loop iterations (`compile_training`), the best of
     `repeats` calls. Compile time is measured apart."""
-    compiled = compile_training(trainer, iterations, warmup_iterations)
+    compiled = compile_training(trainer, iterations, warmup_iterations, data)
     seconds = min(compiled.time() for _ in range(repeats))
     return {
         "warmup_iterations": compiled.warmup_iterations,

@@ -1,15 +1,15 @@
-"""What every method-comparison script shares (experiments.jsrl, .svgg,
-.reverse_curriculum): one base experiment run once per method, from a YAML config with
-`--set` overrides, `--methods` and `--seeds`, written as results.json, table.md and
-curves.png. Also the fixed-task evaluation of .jsrl and .reverse_curriculum: training in
-chunks, each followed by the learner alone on one task, and its curves' plot.
+"""What every method comparison shares (`acl jsrl`, `svgg`, `reverse-curriculum`): one
+base experiment run once per method, from a YAML config with `--set` overrides, `--methods`
+and `--seeds`, written as results.json, table.md and curves.png; its config's shared
+fields and their checks. Also the fixed-task evaluation of jsrl and reverse_curriculum:
+training in chunks, each followed by the learner alone on one task, and its curves' plot.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from acl.config import apply_overrides, load_yaml
+from acl.config import ExperimentConfig, apply_overrides, load_yaml, parse_config
 from acl.core.errors import ConfigError
+from acl.core.hparams import check_keys
 from acl.run.results import mean_se, provenance
-from experiments.cli import add_overrides_argument, add_seeds_argument
+from experiments.cli import CommandParser, one_line_errors
 
 if TYPE_CHECKING:  # jax, the trainer and matplotlib load lazily: `--help` stays fast
     import jax.stages
@@ -30,18 +31,87 @@ if TYPE_CHECKING:  # jax, the trainer and matplotlib load lazily: `--help` stays
     from acl.loop.train import Trainer
 
 
-def comparison_parser(
-    prog: str, default_config: Path, methods: tuple[str, ...], default_out: str | None
-) -> argparse.ArgumentParser:
-    """The shared flags; a script adds its own before parsing."""
-    parser = argparse.ArgumentParser(prog=prog)
-    parser.add_argument("--config", default=str(default_config), help="YAML config")
-    add_overrides_argument(parser, metavar="K=V", help=None)
-    parser.add_argument("--methods", nargs="+", default=None, choices=methods)
-    add_seeds_argument(parser, help="vmapped seeds per method")
-    parser.add_argument("--out", default=default_out)
-    parser.add_argument("--no-progress", action="store_true")
-    return parser
+@dataclass(frozen=True)
+class Comparison:
+    """What every comparison's config holds; a script's config class adds its own fields
+    (each a top-level key of the YAML)."""
+
+    base: ExperimentConfig
+    """Env, agent, loop and seeds shared by every method; its teacher is replaced per
+    method."""
+    methods: tuple[str, ...]
+    """The methods to run, in order (`methods:` in the YAML, or `--methods`)."""
+
+
+@dataclass(frozen=True)
+class FixedTaskComparison(Comparison):
+    """A comparison measured on one task by `fixed_task_chunk`."""
+
+    eval_episodes: int = 32
+    """Sampled-policy episodes from the measured task per evaluation."""
+
+
+def comparison_fields(
+    data: dict, config_class: type[Comparison], methods: tuple[str, ...]
+) -> tuple[ExperimentConfig, tuple[str, ...]]:
+    """(base, methods) of a comparison's config dict, after the check every comparison
+    makes: each top-level key is a field of `config_class`, each method one of `methods`
+    (the default when the config names none). Raises ConfigError."""
+    check_keys(data, [f.name for f in dataclasses.fields(config_class)], "config")
+    base = parse_config(data.get("base") or {})
+    chosen = tuple(data.get("methods") or methods)
+    for method in chosen:
+        if method not in methods:
+            raise ConfigError(f"methods: unknown method {method!r} (known: {', '.join(methods)})")
+    return base, chosen
+
+
+def positive_int(data: dict, key: str, default: int) -> int:
+    """`data[key]` (`default` when absent); ConfigError unless a positive integer."""
+    value = data.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(f"{key} must be a positive integer, got {value!r}")
+    return value
+
+
+def teacher_options(data: dict, key: str) -> dict:
+    """`data[key]`, a mapping of a teacher's options ({} when absent); ConfigError
+    otherwise."""
+    options = data.get(key) or {}
+    if not isinstance(options, dict):
+        raise ConfigError(f"{key}: expected a mapping of teacher options, got {options!r}")
+    return dict(options)
+
+
+@dataclass(frozen=True)
+class ComparisonCommand:
+    """A comparison as an `acl` command: the flags every comparison takes (`parser`); a
+    script adds its own to the parser before parsing. Its configs, listed by --help, are
+    those of experiments/configs/ named like `default_config` up to its first "_"."""
+
+    name: str
+    doc: str | None
+    default_config: Path
+    methods: tuple[str, ...]
+    examples: tuple[str, ...]
+    default_out: str | None = None
+    """None: the script derives it from its flags."""
+
+    def parser(self) -> CommandParser:
+        parser = CommandParser(self.name, self.doc, examples=self.examples)
+        parser.add_config(
+            default=str(self.default_config),
+            catalogue=f"{self.default_config.stem.split('_')[0]}_*.yaml",
+            help="the comparison's YAML: base, methods and the methods' options",
+        )
+        parser.add_overrides(help="override a config key, e.g. base.loop.total_env_steps=100000")
+        parser.add_argument(
+            "--methods", nargs="+", default=None, choices=self.methods, help="default: the config's"
+        )
+        parser.add_seeds(help="vmapped seeds per method (default: the config's base.num_seeds)")
+        parser.add_out(default=self.default_out)
+        parser.add_no_progress()
+        return parser
 
 
 def comparison_data(args: argparse.Namespace) -> dict:
@@ -69,6 +139,14 @@ def write_comparison(
     print(f"wrote {out / 'results.json'}, {out / 'table.md'}, {out / 'curves.png'}")
 
 
+def timing_cells(result: dict) -> dict[str, str]:
+    """The last columns of a comparison's table row: a method's compile and wall seconds."""
+    return {
+        "compile s": f"{result['compile_seconds']:.0f}",
+        "wall s": f"{result['wall_seconds']:.0f}",
+    }
+
+
 def run_comparison(out: Path, data: dict, config, run, table, plot, **extra) -> None:
     """Run every method of `config` (`run(method) -> result dict`), print `table(results)`
     and write the outputs (`plot(results, path)`)."""
@@ -82,31 +160,35 @@ def run_comparison(out: Path, data: dict, config, run, table, plot, **extra) -> 
     write_comparison(out, data, seeds, results, text, lambda path: plot(results, path), **extra)
 
 
-def comparison_main(args: argparse.Namespace, parse, make_trainer, run_method, table, plot) -> int:
-    """A comparison script's whole `main` after its flags: the config (`parse(data)`),
-    every method's trainer built once so every config error comes before any
-    compilation (exit 2), then `run_comparison` with `run_method(config, method,
-    progress)`."""
-    try:
+def comparison_main(
+    command: ComparisonCommand, parse, make_trainer, run_method, table, plot
+) -> Callable[..., int]:
+    """A comparison script's `main(argv=None) -> int`: its flags (`command.parser()`), the
+    config (`parse(data)`), every method's trainer built once so every config error comes
+    before any compilation (a one-line error, exit 2), then `run_comparison` with
+    `run_method(config, method, progress)`."""
+
+    @one_line_errors
+    def main(argv: list[str] | None = None) -> int:
+        args = command.parser().parse_args(argv)
         data = comparison_data(args)
         config = parse(data)
         for method in config.methods:
             make_trainer(config, method)
-    except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    run_comparison(
-        Path(args.out),
-        data,
-        config,
-        lambda method: run_method(config, method, not args.no_progress),
-        table,
-        plot,
-    )
-    return 0
+        run_comparison(
+            Path(args.out),
+            data,
+            config,
+            lambda method: run_method(config, method, not args.no_progress),
+            table,
+            plot,
+        )
+        return 0
+
+    return main
 
 
-# -- fixed-task evaluation (experiments.jsrl, .reverse_curriculum) ----------------------
+# -- fixed-task evaluation (experiments.papers.jsrl, .reverse_curriculum) -----------------
 
 ExtraMetrics = Callable[[Any, dict, dict], dict]
 """(env, training stats of the chunk, teacher snapshot) -> a script's own metrics, per
@@ -133,9 +215,9 @@ def fixed_task_chunk(
     sampled_tasks = np.repeat(np.asarray(task)[None], episodes, axis=0)
 
     def chunk(carry):
-        carry, stats = trainer.run_iterations(carry, trainer.iterations_per_chunk)
+        carry, stats = trainer.run_iterations(carry, trainer.schedule.iterations_per_chunk)
         state = carry.seed.agent_state
-        key = jax.random.PRNGKey(trainer.config.eval.seed)
+        key = trainer.evaluation.key
         greedy = run_episodes(env, agent, state, jnp.asarray(greedy_tasks), key, True)
         sampled = run_episodes(env, agent, state, jnp.asarray(sampled_tasks), key, False)
         episodes_done = jnp.maximum(stats["episodes"].sum(), 1)
@@ -205,16 +287,16 @@ def run_chunks(
     curves: dict[str, list[np.ndarray]] = {}
     env_steps = []
     t1 = time.perf_counter()
-    bar = tqdm(range(trainer.num_chunks), desc=method, unit="eval", disable=not progress)
+    bar = tqdm(range(trainer.schedule.num_chunks), desc=method, unit="eval", disable=not progress)
     for i in bar:
         carry, metrics = compiled(carry)
         values = {k: np.asarray(v, np.float64) for k, v in record(jax.device_get(metrics)).items()}
         for name, value in values.items():
             curves.setdefault(name, []).append(value)
-        env_steps.append((i + 1) * trainer.steps_per_chunk)
+        env_steps.append((i + 1) * trainer.schedule.steps_per_chunk)
         bar.set_postfix(**postfix(values))
     wall = time.perf_counter() - t1
-    total_steps = trainer.steps_per_chunk * trainer.num_chunks * trainer.config.num_seeds
+    total_steps = trainer.schedule.env_steps * trainer.seeds.count
     return ChunkRun(
         env_steps=env_steps,
         curves={k: np.stack(v, axis=1).tolist() for k, v in curves.items()},
@@ -232,6 +314,16 @@ class CurvePanel(NamedTuple):
     ylabel: str
     ylim: tuple[float, float] | None = None
     """None: matplotlib's own."""
+
+
+class CurvesFigure(NamedTuple):
+    """A comparison's `plot(results, path)`: `plot_curves` with these panels."""
+
+    panels: tuple[CurvePanel, ...]
+    figsize: tuple[float, float]
+
+    def __call__(self, results: list[dict], path: Path) -> None:
+        plot_curves(results, self.panels, self.figsize, path)
 
 
 def plot_mean_se(ax: Axes, steps: np.ndarray, curve: np.ndarray, label: str) -> None:

@@ -1,0 +1,7 @@
+"""`python -m experiments` is the `acl` command (experiments.commands)."""
+
+import sys
+
+from experiments.commands import main
+
+sys.exit(main())
