@@ -17,6 +17,7 @@ import yaml
 
 from acl.core.errors import ConfigError
 from acl.core.hparams import as_float, check_keys, did_you_mean, unknown_key
+from acl.loop.schedule import Schedule
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ class LoopConfig:
     (PPO) and no `task_pool`; false: devices split the seeds."""
     overlap_teacher: bool = False
     """Run the teacher's update on a second device, beside the agent's update: the two
-    read the same rollout and not each other's result (`Trainer.with_teacher_beside`).
+    read the same rollout and not each other's result (`acl.loop.placement.TeacherBeside`).
     On CPU the second device is a second XLA host device (experiments.run and
     bench_teachers restart Python with `acl.loop.devices.HOST_DEVICES_FLAG` and one intra-op
     thread more, `acl.loop.devices.host_threads`), so a GMM
@@ -106,6 +107,19 @@ class LoopConfig:
     Takes two devices and all seeds on each; not with `shard_envs`, nor with a teacher
     that evaluates the student after the agent's update (SFL). The metrics equal the
     one-device run's up to float32 round-off."""
+
+    @property
+    def schedule(self) -> Schedule:
+        """The run's counts: iterations, chunks, the agent's updates (acl.loop.schedule)."""
+        return Schedule.create(
+            num_envs=self.num_envs,
+            num_steps=self.num_steps,
+            total_env_steps=self.total_env_steps,
+            eval_every=self.eval_every,
+            reinit_every=self.reinit_every,
+            lr_schedule_updates=self.lr_schedule_updates,
+            task_log_size=self.task_log_size,
+        )
 
 
 @dataclass(frozen=True)
@@ -173,7 +187,7 @@ class ChallengeSpec:
 
 @dataclass(frozen=True)
 class ChallengeConfig:
-    """A TeachMyAgent challenge the run trains under (acl.benchmark.challenges).
+    """A TeachMyAgent challenge the run trains under (acl.teachers.challenge).
 
     The teacher then works in the unit cube that the challenge maps onto the env's tasks
     (e.g. the widened `unfeasible_bounds`), while the test set stays on the env's own
@@ -449,7 +463,7 @@ def validate(config: ExperimentConfig) -> None:
         )
     if loop.mode not in ("episode", "batch"):
         raise ConfigError(f"loop.mode must be 'episode' or 'batch', got '{loop.mode}'")
-    steps_per_iteration = loop.num_envs * loop.num_steps
+    steps_per_iteration = loop.schedule.steps_per_iteration
     if loop.task_pool is not None:
         if loop.mode != "episode":
             raise ConfigError("loop.task_pool applies to loop.mode: episode; leave it out (null)")
@@ -517,3 +531,15 @@ def config_keys(factory, skip: tuple[str, ...] = ()) -> set[str]:
 def check_kwargs(factory, kwargs: dict, field_name: str, skip: tuple[str, ...] = ()) -> None:
     """Raise ConfigError for keys the factory does not accept."""
     check_keys(kwargs, config_keys(factory, skip), field_name)
+
+
+def replace_config(config: ExperimentConfig, **sections) -> ExperimentConfig:
+    """Copy `config` with section fields changed, e.g. loop={"num_envs": 2}."""
+    changes = {}
+    for name, values in sections.items():
+        current = getattr(config, name)
+        if dataclasses.is_dataclass(current) and isinstance(values, dict):
+            changes[name] = dataclasses.replace(current, **values)
+        else:
+            changes[name] = values
+    return dataclasses.replace(config, **changes)

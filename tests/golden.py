@@ -284,13 +284,6 @@ def _flatten(prefix: str, value, out: dict[str, np.ndarray]) -> None:
         out[prefix] = np.asarray(value)
 
 
-def _draws_per_iteration(trainer) -> int:
-    loop = trainer.config.loop
-    if loop.mode == "batch":
-        return trainer.num_envs
-    return trainer.task_pool or trainer.num_envs * trainer.num_steps
-
-
 def run(name: str) -> dict[str, np.ndarray]:
     """The run of `CONFIGS[name]` as flat arrays, keyed as the module docstring says."""
     with compile_effort(low=True):
@@ -302,17 +295,19 @@ def _run(name: str) -> dict[str, np.ndarray]:
     from acl.config import parse_config
 
     data = CONFIGS[name]
-    trainer = make_train(parse_config(data))
-    draws = _draws_per_iteration(trainer)
-    if trainer.tasks_per_iteration < draws:
+    config = parse_config(data)
+    trainer = make_train(config)
+    draws = trainer.task_layout.tasks_per_draw
+    logged = trainer.schedule.tasks_logged_per_iteration
+    if logged < draws:
         raise ValueError(
-            f"{name}: loop.task_log_size keeps {trainer.tasks_per_iteration} of the {draws} "
+            f"{name}: loop.task_log_size keeps {logged} of the {draws} "
             "tasks drawn per iteration; size it to keep them all"
         )
     keys = trainer.seed_keys()
     axes = trainer.carry_axes
     init = jax.vmap(trainer.init, in_axes=(0, None), out_axes=axes)
-    carry = jax.jit(init, compiler_options=FAST_COMPILE)(keys, run_data(trainer))
+    carry = jax.jit(init, compiler_options=FAST_COMPILE)(keys, run_data(config, trainer))
 
     def iteration(carry):
         carry, stats = trainer.run_iterations(carry, 1)
@@ -322,7 +317,7 @@ def _run(name: str) -> dict[str, np.ndarray]:
         jax.vmap(iteration, in_axes=(axes,), out_axes=(axes, 0, 0)), compiler_options=FAST_COMPILE
     )
     records = []
-    for _ in range(trainer.num_chunks * trainer.iterations_per_chunk):
+    for _ in range(trainer.schedule.iterations):
         carry, stats, snapshot = step(carry)
         records.append(jax.device_get((stats, snapshot)))
     # [iterations, seeds, ...], without run_iterations' own axis of length 1.

@@ -209,7 +209,8 @@ def test_shard_envs_refuses_what_it_cannot_split(changes, message):
     from acl.build import make_train
     from acl.config import parse_config
     from acl.core.errors import ConfigError
+    from acl.loop.devices import with_env_shards
 
     trainer = make_train(parse_config({**TINY, **changes}))
     with pytest.raises(ConfigError, match=message):
-        trainer.with_env_shards("envs", 4)
+        with_env_shards(trainer, 4)

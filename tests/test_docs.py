@@ -128,8 +128,8 @@ def test_readme_quickstart_builds_without_compiling(monkeypatch):
     namespace: dict = {}
     exec(compile("\n".join(build), "README.md (quickstart)", "exec"), namespace)
     trainer = namespace["trainer"]
-    assert trainer.num_chunks == 1
-    assert namespace["run_data"](trainer) is not None, "the quickstart's config names a challenge"
+    assert trainer.schedule.num_chunks == 1
+    assert namespace["run_data"](namespace["config"], trainer) is not None, "the quickstart's config names a challenge"
 
 
 def test_every_relative_link_points_to_an_existing_file():

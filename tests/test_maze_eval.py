@@ -20,11 +20,12 @@ import pandas as pd
 import pytest
 import yaml
 
+from acl.agents.base import Agent
 from acl.build import build_components, make_train
 from acl.config import apply_preset, load_config, parse_config
 from acl.core.errors import ConfigError
 from acl.loop.evaluation import TEST_SETS, named_test_set
-from acl.loop.train import Components, Trainer
+from acl.loop.train import Components
 from acl.run.experiment import run_experiment
 from acl.teachers.random import FixedTeacher
 from envs.maze import FORWARD, LEFT, Level, Maze
@@ -35,7 +36,7 @@ CONFIGS = Path(__file__).resolve().parent.parent / "experiments" / "configs"
 
 
 @dataclass(frozen=True)
-class ScriptedAgent:
+class ScriptedAgent(Agent):
     """Ignores the observation: `greedy` when acting deterministically, `sampled` when
     sampling. Learns nothing (the loop's agent protocol, no parameters)."""
 
@@ -55,7 +56,7 @@ class ScriptedAgent:
         action = self.greedy if deterministic else self.sampled
         return jnp.full(obs.shape[0], action, jnp.int32), carry, {}
 
-    def update(self, state, batch, key):
+    def update(self, state, batch, key, axis_name=None):
         return state, {"loss": jnp.zeros(())}
 
 
@@ -116,7 +117,7 @@ def test_config_keys_and_errors():
     config = maze_config(test_set=["SixteenRooms", "Labyrinth"])
     assert config.eval.test_set == ["SixteenRooms", "Labyrinth"]
     assert config.eval.sampled_attempts == 3
-    assert make_train(config).test_task_names == ("SixteenRooms", "Labyrinth")
+    assert make_train(config).evaluation.test_task_names == ("SixteenRooms", "Labyrinth")
     assert parse_config({}).eval.test_set == "" and parse_config({}).eval.sampled_attempts == 0
     for bad, match in (
         ({"test_set": 3}, "eval.test_set: expected a name or a list of names"),
@@ -137,19 +138,19 @@ def finished_run(tmp_path_factory):
     config = maze_config(episodes_per_task=2)
     env = CorridorMaze()
     agent = ScriptedAgent(greedy=FORWARD, sampled=LEFT)
-    trainer = Trainer(config, Components(env, FixedTeacher(env.task_space), agent))
+    trainer = make_train(config, Components(env, FixedTeacher(env.task_space), agent))
     out = tmp_path_factory.mktemp("maze_eval") / "run"
     summary = run_experiment(config, out, progress=False, trainer=trainer)
-    return trainer, out, summary
+    return config, trainer, out, summary
 
 
 def test_solve_rates_and_returns_per_maze_are_exact(finished_run):
     """Every evaluation (chunk and seed): the greedy episodes solve the open corridors,
     with the goal reward of their step count, the sampled attempts nothing."""
-    trainer, out, _ = finished_run
-    assert trainer.test_task_names == tuple(CORRIDORS)
+    _, trainer, out, _ = finished_run
+    assert trainer.evaluation.test_task_names == tuple(CORRIDORS)
     metrics = pd.read_csv(out / "metrics.csv")
-    assert len(metrics) == 2 * trainer.num_chunks == 4
+    assert len(metrics) == 2 * trainer.schedule.num_chunks == 4
 
     def per_maze(column):
         return metrics[[f"{column}/{n}" for n in CORRIDORS]].to_numpy()
@@ -167,7 +168,7 @@ def test_solve_rates_and_returns_per_maze_are_exact(finished_run):
 
 
 def test_metrics_land_in_the_run_directory(finished_run):
-    trainer, out, summary = finished_run
+    _, trainer, out, summary = finished_run
     on_disk = json.loads((out / "summary.json").read_text())
     assert on_disk == json.loads(json.dumps(summary))
     assert on_disk["test_set"] == {
@@ -190,20 +191,20 @@ def test_metrics_land_in_the_run_directory(finished_run):
 
 
 def test_a_time_limit_stops_between_evaluations_and_projects_the_full_run(finished_run, tmp_path):
-    trainer, _, full = finished_run
+    config, trainer, _, full = finished_run
     assert "stopped_at_time_limit" not in full
     out = tmp_path / "limited"
-    summary = run_experiment(trainer.config, out, progress=False, trainer=trainer, max_seconds=0)
+    summary = run_experiment(config, out, progress=False, trainer=trainer, max_seconds=0)
     # The first evaluation always runs; a spent budget starts no other.
     assert len(pd.read_csv(out / "metrics.csv")) == len(summary["seeds"]) == 2
     assert summary["stopped_at_time_limit"] is True
-    assert summary["env_steps"] == trainer.steps_per_chunk
-    assert summary["planned_env_steps"] == trainer.num_chunks * trainer.steps_per_chunk
+    assert summary["env_steps"] == trainer.schedule.steps_per_chunk
+    assert summary["planned_env_steps"] == trainer.schedule.env_steps
     steps = summary["planned_env_steps"] * len(summary["seeds"])
     projected = summary["compile_seconds"] + steps / summary["env_steps_per_second"]
     assert summary["projected_seconds_full_run"] == pytest.approx(projected)
     with pytest.raises(ValueError, match="max_seconds must be >= 0"):
-        run_experiment(trainer.config, out, progress=False, trainer=trainer, max_seconds=-1)
+        run_experiment(config, out, progress=False, trainer=trainer, max_seconds=-1)
 
 
 MAZE_CONFIGS = ("dr", "plr", "robust_plr", "accel", "paired")

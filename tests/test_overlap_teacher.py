@@ -1,5 +1,5 @@
 """The teacher's update beside the agent's, on a second device (`loop.overlap_teacher`,
-`Trainer.with_teacher_beside`): what it refuses, and (slow) that `python -m
+`acl.loop.placement.TeacherBeside`): what it refuses, and (slow) that `python -m
 experiments.run` restarts itself with two CPU host devices and computes what the
 one-device loop computes, an ALP-GMM fit included."""
 

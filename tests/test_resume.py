@@ -49,16 +49,21 @@ def assert_same_run(reference: Path, other: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def trainer():
-    """One trainer for the module: run_experiment compiles it once."""
-    return make_train(tiny_config(**SECTIONS))
+def config():
+    return tiny_config(**SECTIONS)
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory, trainer) -> Path:
+def trainer(config):
+    """One trainer for the module: run_experiment compiles it once."""
+    return make_train(config)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, config, trainer) -> Path:
     """The uninterrupted run every test compares with."""
     out = tmp_path_factory.mktemp("resume") / "reference"
-    run_experiment(trainer.config, out, progress=False, trainer=trainer)
+    run_experiment(config, out, progress=False, trainer=trainer)
     return out
 
 
@@ -66,8 +71,9 @@ def test_a_run_saves_its_last_checkpoints(reference):
     assert sorted(p.name for p in (reference / "checkpoints").iterdir()) == ["3", "4"]
 
 
-def test_a_run_stopped_by_its_time_limit_resumes_to_the_full_length(reference, trainer, tmp_path):
-    config = trainer.config
+def test_a_run_stopped_by_its_time_limit_resumes_to_the_full_length(
+    reference, config, trainer, tmp_path
+):
     stopped = run_experiment(config, tmp_path, False, trainer, max_seconds=0)
     assert stopped["stopped_at_time_limit"] and stopped["env_steps"] == 256
     summary = run_experiment(config, tmp_path, False, trainer, resume=True)
@@ -78,7 +84,7 @@ def test_a_run_stopped_by_its_time_limit_resumes_to_the_full_length(reference, t
 
 
 def test_sigterm_saves_a_checkpoint_after_the_chunk_then_resumes(
-    reference, trainer, tmp_path, monkeypatch
+    reference, config, trainer, tmp_path, monkeypatch
 ):
     append = RunDir.append_tasks
 
@@ -100,7 +106,7 @@ def test_sigterm_saves_a_checkpoint_after_the_chunk_then_resumes(
 
 
 def test_a_kill_during_a_save_resumes_from_the_previous_checkpoint(
-    reference, trainer, tmp_path, monkeypatch
+    reference, config, trainer, tmp_path, monkeypatch
 ):
     class Killed(Exception):
         """Stands for the process dying during the save."""
@@ -117,13 +123,13 @@ def test_a_kill_during_a_save_resumes_from_the_previous_checkpoint(
         atomicity.AtomicRenameTemporaryPath, "finalize", die_before_the_third_commit
     )
     with pytest.raises(Killed):
-        run_experiment(trainer.config, tmp_path, False, trainer)
+        run_experiment(config, tmp_path, False, trainer)
     monkeypatch.undo()
     steps = sorted(p.name for p in (tmp_path / "checkpoints").iterdir())
     assert "3" not in steps and "2" in steps  # 3 is only a temporary directory
     # The files have run ahead of the usable checkpoint: the resume cuts them back.
     assert len((tmp_path / "metrics.csv").read_text().splitlines()) > 1 + 2 * 2
-    run_experiment(trainer.config, tmp_path, False, trainer, resume=True)
+    run_experiment(config, tmp_path, False, trainer, resume=True)
     assert_same_run(reference, tmp_path)
 
 

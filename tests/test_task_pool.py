@@ -22,6 +22,7 @@ from acl.core.types import Feedback, default_info
 from acl.loop.rollout import Slots, TaskPool, take_from_pool
 from acl.loop.train import Components, Trainer
 from acl.run.experiment import _rows
+from acl.teachers.base import Teacher, UpdateContext
 from tests.compile_effort import FAST_COMPILE
 from tests.conftest import TINY, tiny_config
 from tests.cpu_recordings import recordings
@@ -148,7 +149,7 @@ class RecordState:
 
 
 @dataclass(frozen=True)
-class RecordingTeacher:
+class RecordingTeacher(Teacher):
     """Draws tasks 1, 2, 3, ... (times SCALE) and records what `update` is given."""
 
     task_space: Box
@@ -174,7 +175,7 @@ class RecordingTeacher:
         return state.replace(drawn=state.drawn + n), (index * SCALE)[:, None], default_info(n)
 
     def update(
-        self, state: RecordState, key, tasks, feedback: Feedback, rollout, step, student=None
+        self, state: RecordState, key, tasks, feedback: Feedback, step, context=UpdateContext()
     ):
         mask = feedback.mask
         slot = state.episode_count + jnp.cumsum(mask) - mask
@@ -206,8 +207,8 @@ def run_pool(pool_size: int):
     env = OneOrTwoSteps()
     agent = make_ppo(total_updates=ITERATIONS, num_minibatches=2, hidden_sizes=(8,))
     teacher = RecordingTeacher(env.task_space, pool_size)
-    trainer = Trainer(config, Components(env, teacher, agent))
-    assert trainer.iterations_per_chunk == ITERATIONS
+    trainer = make_train(config, Components(env, teacher, agent))
+    assert trainer.schedule.iterations_per_chunk == ITERATIONS
     carry, metrics = jax.jit(jax.vmap(trainer.run_chunk))(
         jax.vmap(trainer.init)(trainer.seed_keys())
     )

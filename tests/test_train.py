@@ -22,7 +22,7 @@ def run_host_chunks(trainer: Trainer):
     init, run_chunk = trainer.jit_init_seeds(), trainer.jit_run_chunk_seeds()
     carry = init(trainer.seed_keys())
     chunks = []
-    for _ in range(trainer.num_chunks):
+    for _ in range(trainer.schedule.num_chunks):
         carry, metrics = run_chunk(carry)
         chunks.append(jax.device_get(metrics))
     return carry, jax.tree.map(lambda *xs: np.stack(xs, axis=1), *chunks)
@@ -94,7 +94,7 @@ def test_same_seed_same_metrics_and_different_seeds_differ(trainer, host_run):
 
 def test_metrics_cover_every_chunk(trainer, host_run):
     _, metrics = host_run
-    assert trainer.num_chunks == 3
+    assert trainer.schedule.num_chunks == 3
     np.testing.assert_array_equal(metrics.env_steps[0], [256, 512, 768])
     assert metrics.tasks.shape[:2] == (2, 3)
     assert (metrics.episodes > 0).all()
@@ -136,9 +136,12 @@ def test_batch_mode_resets_every_instance_onto_its_new_level():
     )
     carry = trainer.jit_init_seeds()(trainer.seed_keys())
     carry, metrics = trainer.jit_run_chunk_seeds()(carry)
-    assert int(metrics.episodes[0]) >= trainer.num_envs * trainer.iterations_per_chunk
+    assert (
+        int(metrics.episodes[0])
+        >= trainer.schedule.num_envs * trainer.schedule.iterations_per_chunk
+    )
     # The levels logged for the last iteration are the ones its instances ran on.
-    logged = min(trainer.tasks_per_iteration, trainer.num_envs)
+    logged = min(trainer.schedule.tasks_logged_per_iteration, trainer.schedule.num_envs)
     last_tasks = metrics.tasks[0, -logged:]
     np.testing.assert_array_equal(carry.seed.slots.task[0][:logged], last_tasks)
 

@@ -7,6 +7,9 @@ one-axis device mesh (`jax.sharding.Mesh`) by `jax.shard_map`.
     carry, metrics = layout.jit_run_chunk_seeds()(carry)
     metrics = layout.real_seeds(jax.device_get(metrics))    # the first S seeds
 
+How the run wants its devices used is the trainer's `device_split` (acl.loop.placement,
+set by acl.build from `loop.shard_envs` and `loop.overlap_teacher`):
+
 Seeds (the default): each device runs the single-device loop's vmap over its S'/N
 seeds; the iteration counter and a shared `RunData` are replicated. Seeds never talk to
 each other, so the program holds no collective. When N does not divide S, the seed axis
@@ -18,15 +21,15 @@ CPU backend a seed run alone and beside 7 others ends with params one ulp or so 
 tasks of a short run stay equal (tests/test_devices.py).
 
 Env instances (`loop.shard_envs`): each device runs all S seeds, each with num_envs / N
-of its instances (`Trainer.with_env_shards`); agent and teacher state are replicated,
-the agent's update averages gradients over the devices and the teacher reads every
-device's feedback.
+of its instances (`acl.loop.placement.EnvShards`); agent and teacher state are
+replicated, the agent's update averages gradients over the devices and the teacher reads
+every device's feedback.
 
 The teacher beside the agent (`loop.overlap_teacher`): two devices each hold all S
 seeds; device 0 rolls out and updates the agent while device 1 updates the teacher
-(`Trainer.with_teacher_beside`). On CPU the two are XLA host devices, which JAX creates
-only when asked before it starts (`HOST_DEVICES_FLAG`, with one more intra-op thread:
-`host_threads`; experiments.run restarts itself with both).
+(`acl.loop.placement.TeacherBeside`). On CPU the two are XLA host devices, which JAX
+creates only when asked before it starts (`HOST_DEVICES_FLAG`, with one more intra-op
+thread: `host_threads`; experiments.run restarts itself with both).
 
 One device (the default on a one-device machine) takes the single-device path
 unchanged: `Trainer.jit_init_seeds` and `jit_run_chunk_seeds`, no mesh.
@@ -35,6 +38,7 @@ unchanged: `Trainer.jit_init_seeds` and `jit_run_chunk_seeds`, no mesh.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,7 +47,9 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from acl.core.errors import ConfigError
-from acl.loop.train import LoopCarry, SeedCarry, Trainer
+from acl.loop.carry import LoopCarry, SeedCarry
+from acl.loop.placement import DeviceSplit, EnvShards, TeacherBeside
+from acl.loop.train import Trainer
 
 SEED_AXIS = "seeds"
 """The mesh axis the seeds are split over."""
@@ -104,6 +110,11 @@ def axes_to_specs(axes: Any, axis: str = SEED_AXIS) -> Any:
     return jax.tree.map(spec, axes, is_leaf=lambda a: a is None)
 
 
+def replicated(axes: Any) -> Any:
+    """Every leaf of a tree of vmap axes as a replicated shard_map spec."""
+    return jax.tree.map(lambda _: PartitionSpec(), axes, is_leaf=lambda a: a is None)
+
+
 def env_specs(axis: str = ENV_AXIS) -> LoopCarry:
     """shard_map specs of a LoopCarry ([S, ...] leaves) with instances split over `axis`:
     the slots' [S, N, ...] on their instance axis, all else replicated."""
@@ -115,54 +126,49 @@ def env_specs(axis: str = ENV_AXIS) -> LoopCarry:
 
 
 @dataclass(frozen=True)
+class MeshSplit:
+    """What a mesh splits and how the mapped function's inputs and outputs lie on it."""
+
+    axis: str
+    splits_seeds: bool
+    """Each device holds its own seeds; else every device holds all of them."""
+    carry_specs: Callable[[LoopCarry], LoopCarry]
+    """The vmap axes of the carry -> its shard_map specs."""
+
+    @property
+    def seed_spec(self) -> PartitionSpec:
+        """The spec of per-seed inputs and outputs ([S, ...] leaves)."""
+        return PartitionSpec(self.axis) if self.splits_seeds else PartitionSpec()
+
+    def data_spec(self, data_axis: int | None) -> Any:
+        return axes_to_specs(data_axis) if self.splits_seeds else PartitionSpec()
+
+
+SEEDS_SPLIT = MeshSplit(SEED_AXIS, True, axes_to_specs)
+ENVS_SPLIT = MeshSplit(ENV_AXIS, False, lambda axes: env_specs())
+ROLES_SPLIT = MeshSplit(ROLE_AXIS, False, replicated)
+
+
+@dataclass(frozen=True)
 class DeviceLayout:
     """How one run is laid out over devices; see the module docstring."""
 
     trainer: Trainer
+    """The loop, with the placement of its iterations on the mesh's devices."""
     mesh: Mesh | None
     """None: one device, the single-device path."""
     num_seeds: int
-    """The run's seeds (`config.num_seeds`)."""
+    """The run's seeds."""
     padded_seeds: int
     """Seeds actually run: with seeds split, `num_seeds` rounded up to a multiple of the
     devices."""
-    shard_envs: bool = False
-    """Instances split over the devices instead of seeds (`loop.shard_envs`)."""
-    overlap_teacher: bool = False
-    """The teacher's update on a second device (`loop.overlap_teacher`)."""
+    split: MeshSplit = SEEDS_SPLIT
 
     @classmethod
     def create(cls, trainer: Trainer, devices: int | None = None) -> DeviceLayout:
-        """The layout of `trainer`'s run over `devices` (None: every device)."""
-        shard_envs = trainer.config.loop.shard_envs
-        seeds = trainer.config.num_seeds
-        if trainer.config.loop.overlap_teacher:
-            if devices not in (None, 2) or len(jax.devices()) < 2:
-                raise ConfigError(
-                    f"loop.overlap_teacher takes two devices; asked for {devices}, JAX "
-                    f"sees {len(jax.devices())}. On CPU, start Python with "
-                    f"XLA_FLAGS={HOST_DEVICES_FLAG}=2 and {HOST_THREADS_VARIABLE}="
-                    f"{host_threads(2)} (experiments.run does it itself)"
-                )
-            mesh = device_mesh(2, ROLE_AXIS)
-            overlapped = trainer.with_teacher_beside(ROLE_AXIS)
-            return cls(overlapped, mesh, seeds, seeds, overlap_teacher=True)
-        mesh = device_mesh(devices, ENV_AXIS if shard_envs else SEED_AXIS)
-        count = int(mesh.devices.size)
-        if count == 1:
-            return cls(trainer, None, seeds, seeds)
-        if shard_envs:
-            sharded = trainer.with_env_shards(ENV_AXIS, count)  # checks the split
-            minibatches = getattr(trainer.agent, "config", None)
-            minibatches = getattr(minibatches, "num_minibatches", 1)
-            if (sharded.local_envs * trainer.num_steps) % minibatches:
-                raise ConfigError(
-                    f"loop.shard_envs: agent.num_minibatches ({minibatches}) must divide "
-                    f"each device's num_envs / devices * num_steps "
-                    f"({sharded.local_envs * trainer.num_steps})"
-                )
-            return cls(sharded, mesh, seeds, seeds, shard_envs=True)
-        return cls(trainer, mesh, seeds, padded_count(seeds, count))
+        """The layout of `trainer`'s run over `devices` (None: every device), as its
+        `device_split` asks."""
+        return _LAYOUTS[trainer.device_split](trainer, devices)
 
     @property
     def devices(self) -> int:
@@ -207,21 +213,6 @@ class DeviceLayout:
         shared = NamedSharding(self.mesh, PartitionSpec())
         return jax.jit(mapped, in_shardings=(shared,) * host_args)
 
-    @property
-    def _seeds_split(self) -> bool:
-        return not (self.shard_envs or self.overlap_teacher)
-
-    def _carry_specs(self, data_axis: int | None) -> LoopCarry:
-        if self.shard_envs:
-            return env_specs()
-        if self.overlap_teacher:
-            axes = self.trainer.carry_axes_for(data_axis)
-            return jax.tree.map(lambda _: PartitionSpec(), axes, is_leaf=lambda a: a is None)
-        return axes_to_specs(self.trainer.carry_axes_for(data_axis))
-
-    def _data_spec(self, data_axis: int | None) -> Any:
-        return axes_to_specs(data_axis) if self._seeds_split else PartitionSpec()
-
     def jit_init_seeds(self, data_axis: int | None = None):
         """`Trainer.jit_init_seeds` laid out over the mesh."""
         if self.mesh is None:
@@ -231,11 +222,10 @@ class DeviceLayout:
         def init_seeds(keys: jax.Array, data=None):
             return jax.vmap(self.trainer.init, in_axes=(0, data_axis), out_axes=axes)(keys, data)
 
-        keys_spec = PartitionSpec(SEED_AXIS) if self._seeds_split else PartitionSpec()
         return self._sharded(
             init_seeds,
-            (keys_spec, self._data_spec(data_axis)),
-            self._carry_specs(data_axis),
+            (self.split.seed_spec, self.split.data_spec(data_axis)),
+            self.split.carry_specs(axes),
             host_args=2,
         )
 
@@ -245,16 +235,15 @@ class DeviceLayout:
             return self.trainer.jit_run_chunk_seeds(data_axis)
         axes = self.trainer.carry_axes_for(data_axis)
         run = jax.vmap(self.trainer.run_chunk, in_axes=(axes,), out_axes=(axes, 0))
-        carry = self._carry_specs(data_axis)
-        metrics = PartitionSpec(SEED_AXIS) if self._seeds_split else PartitionSpec()
-        return self._sharded(run, (carry,), (carry, metrics))
+        carry = self.split.carry_specs(axes)
+        return self._sharded(run, (carry,), (carry, self.split.seed_spec))
 
     def jit_iterations_seeds(self, iterations: int):
         """(seed carry [S, ...], first iteration) -> the seed carry after `iterations` loop
         iterations, no evaluation, laid out over the mesh: what the bench_* scripts time
-        (acl.benchmark.timing). With `overlap_teacher` the teacher's device returns stale
-        agent state and slots (only an evaluation, `run_chunk`, sends it the learner's);
-        it never reads them."""
+        (acl.benchmark.timing). With the teacher beside the agent the teacher's device
+        returns stale agent state and slots (only an evaluation, `run_chunk`, sends it
+        the learner's); it never reads them."""
         trainer = self.trainer
 
         def train_iterations(seed: SeedCarry, first: jax.Array) -> SeedCarry:
@@ -264,5 +253,72 @@ class DeviceLayout:
         run = jax.vmap(train_iterations, in_axes=(axes, None), out_axes=axes)
         if self.mesh is None:
             return jax.jit(run)
-        seed = self._carry_specs(None).seed
+        seed = self.split.carry_specs(trainer.carry_axes).seed
         return self._sharded(run, (seed, PartitionSpec()), seed)
+
+
+def _seeds_over_devices(trainer: Trainer, devices: int | None) -> DeviceLayout:
+    seeds = trainer.seeds.count
+    mesh = device_mesh(devices, SEED_AXIS)
+    count = int(mesh.devices.size)
+    if count == 1:
+        return DeviceLayout(trainer, None, seeds, seeds)
+    return DeviceLayout(trainer, mesh, seeds, padded_count(seeds, count), SEEDS_SPLIT)
+
+
+def _envs_over_devices(trainer: Trainer, devices: int | None) -> DeviceLayout:
+    seeds = trainer.seeds.count
+    mesh = device_mesh(devices, ENV_AXIS)
+    count = int(mesh.devices.size)
+    if count == 1:
+        return DeviceLayout(trainer, None, seeds, seeds)
+    return DeviceLayout(with_env_shards(trainer, count), mesh, seeds, seeds, ENVS_SPLIT)
+
+
+def with_env_shards(trainer: Trainer, shards: int) -> Trainer:
+    """`trainer` with each seed's instances split `shards` ways over `ENV_AXIS`
+    (acl.loop.placement.EnvShards); ConfigError where the run cannot be split so."""
+    schedule = trainer.schedule
+    if not trainer.task_layout.splits_by_instance:
+        raise ConfigError(
+            "loop.shard_envs does not take loop.task_pool: the pool hands out tasks "
+            "in the order of all instances' resets, which no shard sees"
+        )
+    if not trainer.agent.averages_gradients:
+        raise ConfigError(
+            f"loop.shard_envs needs an agent whose update averages gradients over "
+            f"devices (as PPO's); {type(trainer.agent).__name__} does not"
+        )
+    if schedule.num_envs % shards:
+        raise ConfigError(
+            f"loop.shard_envs: loop.num_envs ({schedule.num_envs}) must be a multiple of "
+            f"the devices ({shards})"
+        )
+    local_steps = schedule.num_envs // shards * schedule.num_steps
+    minibatches = trainer.agent.num_minibatches
+    if local_steps % minibatches:
+        raise ConfigError(
+            f"loop.shard_envs: agent.num_minibatches ({minibatches}) must divide "
+            f"each device's num_envs / devices * num_steps ({local_steps})"
+        )
+    return trainer.placed(EnvShards.create(ENV_AXIS, shards, schedule.num_envs, schedule.num_steps))
+
+
+def _teacher_beside(trainer: Trainer, devices: int | None) -> DeviceLayout:
+    if devices not in (None, 2) or len(jax.devices()) < 2:
+        raise ConfigError(
+            f"loop.overlap_teacher takes two devices; asked for {devices}, JAX "
+            f"sees {len(jax.devices())}. On CPU, start Python with "
+            f"XLA_FLAGS={HOST_DEVICES_FLAG}=2 and {HOST_THREADS_VARIABLE}="
+            f"{host_threads(2)} (experiments.run does it itself)"
+        )
+    seeds = trainer.seeds.count
+    placed = trainer.placed(TeacherBeside(ROLE_AXIS))
+    return DeviceLayout(placed, device_mesh(2, ROLE_AXIS), seeds, seeds, ROLES_SPLIT)
+
+
+_LAYOUTS: dict[DeviceSplit, Callable[[Trainer, int | None], DeviceLayout]] = {
+    DeviceSplit.SEEDS: _seeds_over_devices,
+    DeviceSplit.ENVS: _envs_over_devices,
+    DeviceSplit.TEACHER_BESIDE: _teacher_beside,
+}

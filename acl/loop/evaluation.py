@@ -62,6 +62,38 @@ def eval_test_set(env, eval_config) -> tuple[tuple[str, ...], np.ndarray]:
     return (), make_test_set(test_space(env, ev), ev.num_test_tasks, ev.grid_per_dim, ev.seed)
 
 
+@dataclass(frozen=True, eq=False)
+class EvalPlan:
+    """The fixed test set and how each chunk's evaluation plays it."""
+
+    test_tasks: np.ndarray
+    """[M, D] float32, numpy: closed-over jax arrays become hidden arguments of AOT calls."""
+    test_task_names: tuple[str, ...] = ()
+    """[M] names of a named test set (`eval.test_set`); () for a task-space test set."""
+    seed: int = 0
+    """Seeds the evaluation's resets: every evaluation plays the same starts."""
+    episodes_per_task: int = 1
+    """Greedy episodes per test task."""
+    sampled_attempts: int = 0
+    """Episodes per test task with actions sampled from the policy; 0 plays none."""
+
+    @property
+    def key(self) -> jax.Array:
+        return jax.random.PRNGKey(self.seed)
+
+    @classmethod
+    def create(cls, env, eval_config) -> EvalPlan:
+        """The plan of `eval_config` (acl.config.EvalConfig) on `env`."""
+        names, tasks = eval_test_set(env, eval_config)
+        return cls(
+            tasks,
+            names,
+            eval_config.seed,
+            eval_config.episodes_per_task,
+            eval_config.sampled_attempts,
+        )
+
+
 def test_space(env, eval_config) -> Box:
     """The box the task-space test set covers: the env's task space, or the part of it
     that `eval.task_low` / `eval.task_high` give (e.g. its hardest tasks)."""

@@ -94,7 +94,7 @@ def write_chunk(
 ) -> list[dict]:
     """Append one chunk (host arrays with a leading seed axis) to the run directory:
     metrics.csv rows, tasks.csv, the teacher snapshot. Returns the rows written."""
-    rows = _rows(metrics, chunk, seeds, trainer.test_task_names)
+    rows = _rows(metrics, chunk, seeds, trainer.evaluation.test_task_names)
     run_dir.append_metrics(rows)
     run_dir.append_tasks(chunk, seeds, np.asarray(metrics.tasks), task_names(trainer))
     run_dir.write_teacher_snapshot(chunk, metrics.teacher_snapshot)
@@ -201,7 +201,7 @@ def run_experiment(
     start = time.perf_counter()
     keys = sharding.seed_keys()
     # A challenged run hands the challenge's data (shared by all seeds) to init.
-    data = run_data(trainer)
+    data = run_data(config, trainer)
     init, run_chunk, metrics_shape = _compiled(sharding, keys, data)
     carry = init(keys, data)
     compile_seconds = time.perf_counter() - start
@@ -225,7 +225,7 @@ def run_experiment(
         )
 
     bar = tqdm(
-        range(trainer.num_chunks),
+        range(trainer.schedule.num_chunks),
         initial=done,
         desc=config.name,
         unit="eval",
@@ -235,7 +235,7 @@ def run_experiment(
     first, saved, stopping = done, done, False
     try:
         with stop_requests() as stop:
-            for chunk in range(first, trainer.num_chunks):
+            for chunk in range(first, trainer.schedule.num_chunks):
                 over_time = (
                     chunk > first
                     and max_seconds is not None
@@ -281,7 +281,7 @@ def run_experiment(
         bar.close()
     if checkpoints is not None:
         checkpoints.close()
-    if stopping and done < trainer.num_chunks:
+    if stopping and done < trainer.schedule.num_chunks:
         # A process that was not signalled itself stops as if terminated.
         raise RunInterrupted(run_dir.path, done, stop.signal or signal.SIGTERM)
     so_far = spent()
@@ -325,25 +325,25 @@ def run_summary(
         "wall_seconds": wall_seconds,
         "compile_seconds": compile_seconds,
         "env_steps_per_second": env_steps * len(seeds) / max(wall_seconds - compile_seconds, 1e-9),
-        "test_tasks": int(trainer.test_tasks.shape[0]),
+        "test_tasks": int(trainer.evaluation.test_tasks.shape[0]),
         "devices": devices,
     }
-    planned_steps = trainer.num_chunks * trainer.steps_per_chunk
+    planned_steps = trainer.schedule.env_steps
     if env_steps < planned_steps:
         summary["stopped_at_time_limit"] = True
         summary["planned_env_steps"] = planned_steps
         summary["projected_seconds_full_run"] = compile_seconds + planned_steps * len(seeds) / max(
             summary["env_steps_per_second"], 1e-9
         )
-    if trainer.test_task_names:
+    if trainer.evaluation.test_task_names:
         summary["test_set"] = {
             "spec": config.eval.test_set,
-            "names": list(trainer.test_task_names),
+            "names": list(trainer.evaluation.test_task_names),
             "episode_steps": int(trainer.env.max_episode_steps),
             "greedy_episodes": config.eval.episodes_per_task,
             "sampled_attempts": config.eval.sampled_attempts,
         }
-        summary.update(per_task_summary(final, trainer.test_task_names))
+        summary.update(per_task_summary(final, trainer.evaluation.test_task_names))
     for name, values in test_set_cvar_values(final).items():
         summary[f"final_{name}_mean"], summary[f"final_{name}_se"] = mean_se(values)
     return summary
