@@ -288,8 +288,8 @@ class LevelEditorEnv:
 
 
 class LevelTaskEnv(TaskEnv):
-    """A TaskEnv whose tasks are levels of an H x W grid with walls, drawn by a generator
-    of its own (the maze): the host of the UED teachers.
+    """A TaskEnv whose tasks are levels drawn by a generator of its own: the host of the
+    UED teachers (the maze, a gymnax space's generator, XLand-MiniGrid's rulesets).
 
     `sample_tasks` is its domain randomisation (dr, plr, robust_plr, and sfl's random
     levels), `edit_tasks` ACCEL's level edits (`has_level_edits`), and `level_editor`
@@ -297,12 +297,10 @@ class LevelTaskEnv(TaskEnv):
     env's own, [n, D]; `sample_tasks` and `edit_tasks` are jittable.
     """
 
-    height: int
-    width: int
-    """The level grid's rows and columns."""
-    num_walls: int
-    """Walls of a generated level when the caller names no number (the generator's
-    default)."""
+    num_walls: int = 0
+    """The generator's size knob where it has one: walls of a generated maze when the
+    caller names no number. 0 for generators without one, whose `sample_tasks` ignores
+    `num_walls`."""
     has_level_edits: bool = False
     """Whether `edit_tasks` makes small edits of levels (ACCEL)."""
     has_level_editor: bool = False
@@ -316,8 +314,8 @@ class LevelTaskEnv(TaskEnv):
     def sample_tasks(
         self, key: jax.Array, n: int, num_walls: jax.Array | int | None = None
     ) -> jax.Array:
-        """[n, D] generated levels as tasks, `num_walls` walls each (None: the env's
-        `num_walls`; it may be traced)."""
+        """[n, D] generated levels as tasks; a maze's have `num_walls` walls each (None:
+        the env's `num_walls`; it may be traced)."""
         raise NotImplementedError
 
     def edit_tasks(self, key: jax.Array, tasks: jax.Array, num_edits: int) -> jax.Array:
