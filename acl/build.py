@@ -14,6 +14,11 @@ Here, and only here, names are looked up in the registries and wrappers applied:
   registered agent from its keys, PAIRED's learners) and `load_agent` (a finished run
   directory's agent, JSRL's saved guide; `load_run_agent`, the one function that rebuilds
   an agent from a run directory, which acl.run.results uses too).
+
+A name is a built-in, an installed plug-in's entry point or a `package.module:Name`
+(acl.core.registry); whatever a factory builds is checked against its contract (`TaskEnv`,
+`Teacher`, `Agent`) here, so a plug-in that builds something else fails in one line
+before anything compiles.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from acl.config import (
 )
 from acl.core import run_files
 from acl.core.errors import ConfigError
+from acl.core.registry import Registry
 from acl.core.spaces import Box, task_bound
 from acl.loop.carry import RunData
 from acl.loop.evaluation import EvalPlan
@@ -45,7 +51,7 @@ from acl.loop.rollout import play
 from acl.loop.tasks import task_layout
 from acl.loop.train import Components, Seeds, Trainer
 from acl.teachers import TEACHERS
-from acl.teachers.base import AgentRequest, RunContext, StudentSpec
+from acl.teachers.base import AgentRequest, RunContext, StudentSpec, Teacher
 from acl.teachers.challenge import (
     Challenge,
     ChallengedTeacher,
@@ -56,18 +62,31 @@ from acl.teachers.challenge import (
     with_challenge,
 )
 from envs import ENVS
+from envs.base import TaskEnv
 
 HIGH_EXPERT_STD = 0.1
 """Std of the high expert prior, as a fraction of each dimension's range."""
 
 
-def build_env(config: ExperimentConfig):
+def checked_build(registry: Registry, name: str, field: str, built, contract: type):
+    """`built`, what `registry`'s factory `name` made, if it keeps `contract`; else a
+    ConfigError naming the config field and where the factory comes from (a plug-in's
+    distribution and entry point)."""
+    if not isinstance(built, contract):
+        raise ConfigError(
+            f"{field}: {registry.describe(name)} built a {type(built).__name__} object, not an "
+            f"instance of {contract.__module__}.{contract.__qualname__}"
+        )
+    return built
+
+
+def build_env(config: ExperimentConfig) -> TaskEnv:
     """The config's env, with `env.task_low/high` narrowing or widening its task space."""
     env_kwargs = dict(config.env.kwargs)
     low, high = env_kwargs.pop("task_low", None), env_kwargs.pop("task_high", None)
     env_factory = ENVS.get(config.env.name, "env.name")
     check_kwargs(env_factory, env_kwargs, "env")
-    env = env_factory(**env_kwargs)
+    env = checked_build(ENVS, config.env.name, "env.name", env_factory(**env_kwargs), TaskEnv)
     if low is not None or high is not None:
         space = env.task_space
         env.task_space = space.replace(
@@ -118,7 +137,7 @@ def make_agent(request: AgentRequest) -> Agent:
             raise ConfigError(
                 f"{request.kwargs_field}.{key} must be a positive integer, got {merged[key]}"
             )
-    return factory(**merged)
+    return checked_build(AGENTS, request.name, request.name_field, factory(**merged), Agent)
 
 
 def load_run_agent(run_dir: str | Path, env, agent: Agent | None = None) -> tuple[Agent, Any]:
@@ -135,7 +154,8 @@ def load_run_agent(run_dir: str | Path, env, agent: Agent | None = None) -> tupl
     run_files.require_finished(path)
     config = parse_config(run_files.read_config_dict(path))
     if agent is None:
-        agent = AGENTS.get(config.agent.name, "agent.name")(**config.agent.kwargs)
+        built = AGENTS.get(config.agent.name, "agent.name")(**config.agent.kwargs)
+        agent = checked_build(AGENTS, config.agent.name, "agent.name", built, Agent)
         agent.bind(env, config.loop.num_envs)
 
     def init_seeds():
@@ -176,7 +196,7 @@ def run_context(
     student_kwargs = agent_kwargs(config) if student_kwargs is None else student_kwargs
     return RunContext(
         env=env,
-        return_bounds=tuple(env.return_bounds),
+        return_bounds=None if env.return_bounds is None else tuple(env.return_bounds),
         loop_mode=config.loop.mode,
         num_envs=config.loop.num_envs,
         shard_envs=config.loop.shard_envs,
@@ -200,14 +220,22 @@ def build_components(config: ExperimentConfig, challenged: bool | None = None) -
     agent_factory = AGENTS.get(config.agent.name, "agent.name")
     check_kwargs(agent_factory, config.agent.kwargs, "agent")
     student_kwargs = agent_kwargs(config)
-    agent = agent_factory(**student_kwargs)
+    agent = checked_build(
+        AGENTS, config.agent.name, "agent.name", agent_factory(**student_kwargs), Agent
+    )
 
     loop = config.loop
     teacher_factory = TEACHERS.get(config.teacher.name, "teacher.name")
     check_kwargs(teacher_factory, config.teacher.kwargs, "teacher", skip=("task_space", "context"))
     context = run_context(config, env, student_kwargs, agent)
     space = teacher_space(env.task_space) if challenged else env.task_space
-    teacher = teacher_factory(task_space=space, context=context, **config.teacher.kwargs)
+    teacher = checked_build(
+        TEACHERS,
+        config.teacher.name,
+        "teacher.name",
+        teacher_factory(task_space=space, context=context, **config.teacher.kwargs),
+        Teacher,
+    )
     if challenged:
         teacher = with_challenge(teacher, env.task_space)
     agent = teacher.wrap_student(agent)

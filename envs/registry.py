@@ -15,9 +15,18 @@ from typing import Any
 import numpy as np
 
 from acl.core.errors import ConfigError
-from acl.core.registry import Registry
+from acl.core.registry import PluginGroup, Registry
 
-ENVS: Registry[Any] = Registry("env")
+ENVS: Registry[Any] = Registry(
+    "env",
+    PluginGroup(
+        "acl_jax.envs",
+        factory="an envs.base.TaskEnv class, or a callable building one, whose keyword "
+        "arguments are its static config",
+    ),
+)
+"""Env factories, called as factory(**static_config); plug-ins: entry points of the group
+`acl_jax.envs` (acl.core.registry, docs/plugins.md)."""
 
 TEST_SETS: Registry[Callable[..., tuple[tuple[str, ...], np.ndarray]]] = Registry(
     "env with named test sets"

@@ -1,6 +1,12 @@
 """A conformance harness any teacher can be dropped into.
 
     check_teacher(make_teacher)   # make_teacher(task_space) -> teacher
+    check_registered_teacher("my_teacher", {"rate": 0.2})   # by its config name
+
+`check_registered_teacher` builds a teacher by the name a config gives it (a built-in, an
+installed plug-in's entry point, or `package.module:Name`; docs/plugins.md) as the run
+builds it, and runs `check_teacher` on it: the check a plug-in's author runs on their
+teacher, from a checkout of ACL-JAX with the plug-in installed or on PYTHONPATH.
 
 It checks the protocol, jit, vmap over seeds, a valid sample after every update, and
 that an all-invalid feedback mask (with garbage in the masked records) changes nothing
@@ -28,6 +34,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Mapping
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -35,10 +43,13 @@ import numpy as np
 from flax import struct
 
 from acl.agents import AGENTS
+from acl.config import check_kwargs
+from acl.core.errors import ConfigError
 from acl.core.spaces import Box
 from acl.core.types import Feedback, SampleInfo, Transition, ValueEstimates, ValueSpec
 from acl.teachers import TEACHERS
 from acl.teachers.base import RunContext, Teacher, UpdateContext
+from envs import make_env
 
 SPACE = Box(low=(-1.0, 0.0, 10.0), high=(1.0, 5.0, 20.0), names=("a", "b", "c"))
 
@@ -84,8 +95,68 @@ rounds (the defaults fit, split or grow too late to be checked); others run as c
 
 def harness_teacher(name: str, space: Box = SPACE):
     """Registered teacher `name` on `space` with its HARNESS_SETTINGS."""
-    return TEACHERS.get(name)(
-        task_space=space, context=RunContext(), **HARNESS_SETTINGS.get(name, {})
+    return registered_teacher(name, space, HARNESS_SETTINGS.get(name, {}))
+
+
+def registered_teacher(
+    name: str,
+    space: Box = SPACE,
+    config: Mapping[str, Any] | None = None,
+    context: RunContext | None = None,
+) -> Teacher:
+    """The teacher a config's `teacher: {name: NAME, **config}` names, built on `space`
+    as acl.build builds it (`factory(task_space=..., context=..., **config)`); `name` a
+    built-in, a plug-in's entry point or `package.module:Name`. ConfigError, one line, for
+    an unknown name or key, a plug-in that fails to import, or a factory that builds no
+    `Teacher`. `context`: what the teacher knows of its run (None: nothing)."""
+    config = dict(config or {})
+    factory = TEACHERS.get(name, "teacher.name")
+    check_kwargs(factory, config, "teacher", skip=("task_space", "context"))
+    teacher = factory(task_space=space, context=context or RunContext(), **config)
+    if not isinstance(teacher, Teacher):
+        raise ConfigError(
+            f"teacher.name: {TEACHERS.describe(name)} built a {type(teacher).__name__} object, "
+            "not an instance of acl.teachers.base.Teacher"
+        )
+    return teacher
+
+
+def check_registered_teacher(
+    name: str,
+    config: Mapping[str, Any] | None = None,
+    *,
+    env: str | None = None,
+    env_config: Mapping[str, Any] | None = None,
+    context: RunContext | None = None,
+    rounds: int = 12,
+    batch: int = 32,
+    num_seeds: int = 3,
+    make_rollout=None,
+    make_student=None,
+):
+    """`check_teacher` on the teacher a config names `name` with keys `config` (a built-in,
+    an installed plug-in's entry point or `package.module:Name`). Its task space is `SPACE`
+    (3-D boxes), or with `env` the task space of that registered env (built with
+    `env_config`), which its `RunContext` then carries, with its return bounds, for a
+    teacher that reads the run's env; `context` replaces that `RunContext` (a teacher
+    that builds or plays agents needs their builders, as tests/test_paired.py gives
+    them). Pick `config` so that its periodic work (fits, splits) happens within
+    `rounds`; the other arguments: `check_teacher`. Returns the unbatched run's last
+    state."""
+    space, run = SPACE, RunContext()
+    if env is not None:
+        built = make_env(env, **dict(env_config or {}))
+        bounds = None if built.return_bounds is None else tuple(built.return_bounds)
+        space, run = built.task_space, RunContext(env=built, return_bounds=bounds)
+    context = run if context is None else context
+    return check_teacher(
+        lambda task_space: registered_teacher(name, task_space, config, context),
+        rounds,
+        batch,
+        num_seeds,
+        space=space,
+        make_rollout=make_rollout,
+        make_student=make_student,
     )
 
 

@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 
 import jax
 
-from acl.core.registry import Registry
+from acl.core.registry import PluginGroup, Registry
 
 
 class Agent(abc.ABC):
@@ -91,5 +91,14 @@ def refuse_axis(agent: Agent, axis_name: str | None) -> None:
         )
 
 
-AGENTS: Registry[Agent] = Registry("agent")
-"""Agent factories, called as factory(**config); each lists its keys in `config_keys`."""
+AGENTS: Registry[Agent] = Registry(
+    "agent",
+    PluginGroup(
+        "acl_jax.agents",
+        declares_keys=True,
+        factory="factory(**config) declaring config_keys, e.g. "
+        "acl.core.hparams.declare(make_agent, YourConfig, YourHyperparams)",
+    ),
+)
+"""Agent factories, called as factory(**config); each lists its keys in `config_keys`;
+plug-ins: entry points of the group `acl_jax.agents` (docs/plugins.md)."""

@@ -73,7 +73,7 @@ from flax import struct
 from acl.agents.base import Agent
 from acl.core import hparams
 from acl.core.errors import ConfigError
-from acl.core.registry import Registry
+from acl.core.registry import PluginGroup, Registry
 from acl.core.spaces import Box
 from acl.core.types import Feedback, SampleInfo, Transition
 
@@ -163,6 +163,22 @@ def run_default(context: RunContext | None, name: str, given: Any) -> Any:
     return given
 
 
+def require_return_bounds(context: RunContext | None, given: Any, teacher: str) -> Any:
+    """`given`, else the run's return bounds (`run_default`), for a teacher that rescales
+    returns by them; a one-line ConfigError when neither gives any and the run's env
+    declares none (a gymnax space of an id without known bounds, envs.gymnax_space).
+    Outside a run (no env) None stands: the teacher compares raw returns."""
+    bounds = run_default(context, "return_bounds", given)
+    env = None if context is None else context.env
+    if bounds is None and env is not None and env.return_bounds is None:
+        raise ConfigError(
+            f"teacher.return_bounds: teacher {teacher} rescales returns by the env's return "
+            f"bounds, and env {env.name!r} declares none: give env.return_bounds: [low, high] "
+            "(or teacher.return_bounds)"
+        )
+    return bounds
+
+
 def require_batch_mode(context: RunContext | None, name: str) -> None:
     """For teachers that score whole levels from `context.rollout`: instance i must play tasks[i]
     for the whole rollout."""
@@ -206,6 +222,9 @@ def class_factory(
             config = {**presets[chosen], **config}
         for field in run_fields:
             config[field] = run_default(context, field, config.get(field))
+        if "return_bounds" in run_fields:
+            label = (name or "").removeprefix("make_") or cls.__name__
+            require_return_bounds(context, config["return_bounds"], label)
         if declared:
             (config,) = hparams.split(config, cls, field_name="teacher")
         return cls(task_space=task_space, **config)
@@ -289,5 +308,14 @@ class Teacher(abc.ABC):
         return self
 
 
-TEACHERS: Registry[Teacher] = Registry("teacher")
-"""Teacher factories, called as factory(task_space=..., context=RunContext(...), **config)."""
+TEACHERS: Registry[Teacher] = Registry(
+    "teacher",
+    PluginGroup(
+        "acl_jax.teachers",
+        declares_keys=True,
+        factory="factory(task_space, context=None, **config) declaring config_keys, e.g. "
+        "acl.teachers.base.class_factory(YourTeacher)",
+    ),
+)
+"""Teacher factories, called as factory(task_space=..., context=RunContext(...), **config);
+plug-ins: entry points of the group `acl_jax.teachers` (docs/plugins.md)."""
