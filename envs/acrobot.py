@@ -53,20 +53,23 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from gymnax.environments.classic_control.acrobot import Acrobot, EnvParams
 
-from acl.core.spaces import NON_NEGATIVE, POSITIVE, Box
+from acl.core.spaces import NON_NEGATIVE
 from envs._checks import positive_int
-from envs.base import GymnaxTaskEnv
+from envs.gymnax_space import GymnaxSpace, TaskDimension
 from envs.registry import ENVS
 
-_NAMES = ("link_mass_1", "link_mass_2", "torque")
-_UNITS = ("kg", "kg", "N m")
-_DEFAULT = (1.0, 1.0, 1.0)
+DIMENSIONS = (
+    TaskDimension("link_mass_1", 0.1, 3.0, ("link_mass_1",)),
+    TaskDimension("link_mass_2", 0.1, 3.0, ("link_mass_2",)),
+    # gymnax's torque is the array available_torque, which no config dimension may set:
+    # this preset's task_to_params scales it.
+    TaskDimension("torque", 0.2, 3.0, (), unit="N m", limit=NON_NEGATIVE, default=1.0),
+)
 
 
 @ENVS.register("acrobot")
-class AcrobotTask(GymnaxTaskEnv):
+class AcrobotTask(GymnaxSpace):
     """Acrobot-v1 whose link masses and elbow torque are the task.
 
     Static config: `max_episode_steps` (default 500); the return lower bound scales
@@ -74,31 +77,21 @@ class AcrobotTask(GymnaxTaskEnv):
     """
 
     name = "acrobot"
-    task_space = Box(
-        low=(0.1, 0.1, 0.2),
-        high=(3.0, 3.0, 3.0),
-        names=_NAMES,
-        units=_UNITS,
-        default=_DEFAULT,
-        limits=(POSITIVE, POSITIVE, NON_NEGATIVE),
-    )
-    unfeasible_bounds = task_space.replace(
-        low=(0.1, 0.1, 0.05), high=(10.0, 10.0, 3.0), field_name="unfeasible_bounds"
-    )
-    trivial_bounds = task_space.replace(
-        low=(0.1, 0.1, 0.2), high=(3.0, 3.0, 20.0), field_name="trivial_bounds"
-    )
-    success_threshold = -100.0
-    return_bounds = (-500.0, 0.0)
 
     def __init__(self, max_episode_steps: int | None = None):
-        steps = positive_int(max_episode_steps, "env.max_episode_steps")
-        super().__init__(Acrobot(), steps)
-        self.return_bounds = (-float(self.max_episode_steps), 0.0)
+        steps = positive_int(max_episode_steps, "env.max_episode_steps") or 500
+        super().__init__(
+            "Acrobot-v1", DIMENSIONS, -100.0, (-float(steps), 0.0), steps, field_name="task_space"
+        )
+        space = self.task_space
+        self.unfeasible_bounds = space.replace(
+            low=(0.1, 0.1, 0.05), high=(10.0, 10.0, 3.0), field_name="unfeasible_bounds"
+        )
+        self.trivial_bounds = space.replace(
+            low=(0.1, 0.1, 0.2), high=(3.0, 3.0, 20.0), field_name="trivial_bounds"
+        )
 
-    def task_to_params(self, task: jax.Array, base_params: EnvParams) -> EnvParams:
+    def task_to_params(self, task: jax.Array, base_params):
         """task [3] = (link mass 1, link mass 2, torque) -> params."""
         torque = task[2] * jnp.array([-1.0, 0.0, 1.0], jnp.float32)
-        return base_params.replace(
-            link_mass_1=task[0], link_mass_2=task[1], available_torque=torque
-        )
+        return super().task_to_params(task, base_params).replace(available_torque=torque)

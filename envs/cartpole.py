@@ -47,21 +47,21 @@ Benchmark variants (TeachMyAgent-style challenge spaces, same dims):
 
 from __future__ import annotations
 
-import jax
-from gymnax.environments.classic_control.cartpole import CartPole, EnvParams
-
-from acl.core.spaces import NON_NEGATIVE, POSITIVE, Box
 from envs._checks import positive_int
-from envs.base import GymnaxTaskEnv
+from envs.gymnax_space import GymnaxSpace, TaskDimension
 from envs.registry import ENVS
 
-_NAMES = ("pole_half_length", "pole_mass", "force_mag")
-_UNITS = ("m", "kg", "N")
-_DEFAULT = (0.5, 0.1, 10.0)
+DIMENSIONS = (
+    TaskDimension("pole_half_length", 0.05, 2.0, ("length",)),
+    TaskDimension("pole_mass", 0.05, 2.0, ("masspole",)),
+    TaskDimension("force_mag", 1.0, 1000.0, ("force_mag",)),
+)
+"""The task space over gymnax's fields (units, limits and defaults are the fields':
+0.5 m, 0.1 kg, 10 N; total_mass and polemass_length are recomputed)."""
 
 
 @ENVS.register("cartpole")
-class CartPoleTask(GymnaxTaskEnv):
+class CartPoleTask(GymnaxSpace):
     """CartPole-v1 whose pole half-length, pole mass and push force are the task.
 
     Static config: `max_episode_steps` (default 500). The success threshold and return
@@ -69,37 +69,22 @@ class CartPoleTask(GymnaxTaskEnv):
     """
 
     name = "cartpole"
-    task_space = Box(
-        low=(0.05, 0.05, 1.0),
-        high=(2.0, 2.0, 1000.0),
-        names=_NAMES,
-        units=_UNITS,
-        default=_DEFAULT,
-        limits=(POSITIVE, POSITIVE, NON_NEGATIVE),
-    )
-    unfeasible_bounds = task_space.replace(
-        low=(0.05, 0.05, 1.0), high=(2.0, 2.0, 5000.0), field_name="unfeasible_bounds"
-    )
-    trivial_bounds = task_space.replace(
-        low=(0.05, 0.05, 1.0), high=(2.0, 20.0, 1000.0), field_name="trivial_bounds"
-    )
-    success_threshold = 475.0
-    return_bounds = (0.0, 500.0)
 
     def __init__(self, max_episode_steps: int | None = None):
-        steps = positive_int(max_episode_steps, "env.max_episode_steps")
-        super().__init__(CartPole(), steps)
-        if self.max_episode_steps != 500:
-            self.success_threshold = 0.95 * self.max_episode_steps
-            self.return_bounds = (0.0, float(self.max_episode_steps))
-
-    def task_to_params(self, task: jax.Array, base_params: EnvParams) -> EnvParams:
-        """task [3] = (half-length, pole mass, force) -> params, derived fields consistent."""
-        length, masspole, force = task[0], task[1], task[2]
-        return base_params.replace(
-            length=length,
-            masspole=masspole,
-            total_mass=base_params.masscart + masspole,
-            polemass_length=masspole * length,
-            force_mag=force,
+        steps = positive_int(max_episode_steps, "env.max_episode_steps") or 500
+        threshold = 475.0 if steps == 500 else 0.95 * steps
+        super().__init__(
+            "CartPole-v1",
+            DIMENSIONS,
+            threshold,
+            (0.0, float(steps)),
+            steps,
+            field_name="task_space",
+        )
+        space = self.task_space
+        self.unfeasible_bounds = space.replace(
+            low=(0.05, 0.05, 1.0), high=(2.0, 2.0, 5000.0), field_name="unfeasible_bounds"
+        )
+        self.trivial_bounds = space.replace(
+            low=(0.05, 0.05, 1.0), high=(2.0, 20.0, 1000.0), field_name="trivial_bounds"
         )

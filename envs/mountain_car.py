@@ -45,25 +45,20 @@ Benchmark variants:
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
-from gymnax.environments.classic_control.continuous_mountain_car import (
-    ContinuousMountainCar,
-    EnvParams,
-)
 
-from acl.core.spaces import NON_NEGATIVE, Box
 from envs._checks import positive_int
-from envs.base import GymnaxTaskEnv
+from envs.gymnax_space import GymnaxSpace, TaskDimension
 from envs.registry import ENVS
 
-_NAMES = ("power", "gravity")
-_UNITS = ("position units / step^2", "position units / step^2")
-_DEFAULT = (0.0015, 0.0025)
+DIMENSIONS = (
+    TaskDimension("power", 0.0002, 0.004, ("power",)),
+    TaskDimension("gravity", 0.0005, 0.006, ("gravity",)),
+)
 
 
 @ENVS.register("mountain_car_continuous")
-class MountainCarContinuousTask(GymnaxTaskEnv):
+class MountainCarContinuousTask(GymnaxSpace):
     """MountainCarContinuous-v0 whose engine power and gravity are the task.
 
     Static config: `max_episode_steps` (default 999); the return lower bound scales
@@ -71,31 +66,24 @@ class MountainCarContinuousTask(GymnaxTaskEnv):
     """
 
     name = "mountain_car_continuous"
-    task_space = Box(
-        low=(0.0002, 0.0005),
-        high=(0.004, 0.006),
-        names=_NAMES,
-        units=_UNITS,
-        default=_DEFAULT,
-        limits=(NON_NEGATIVE, NON_NEGATIVE),
-    )
-    unfeasible_bounds = task_space.replace(
-        low=(0.0002, 0.0005), high=(0.004, 0.03), field_name="unfeasible_bounds"
-    )
-    trivial_bounds = task_space.replace(
-        low=(0.0002, 0.0005), high=(0.03, 0.006), field_name="trivial_bounds"
-    )
-    success_threshold = 90.0
-    return_bounds = (-99.9, 100.0)
 
     def __init__(self, max_episode_steps: int | None = None):
-        steps = positive_int(max_episode_steps, "env.max_episode_steps")
-        super().__init__(ContinuousMountainCar(), steps)
-        self.return_bounds = (-0.1 * self.max_episode_steps, 100.0)
-
-    def task_to_params(self, task: jax.Array, base_params: EnvParams) -> EnvParams:
-        """task [2] = (power, gravity) -> params."""
-        return base_params.replace(power=task[0], gravity=task[1])
+        steps = positive_int(max_episode_steps, "env.max_episode_steps") or 999
+        super().__init__(
+            "MountainCarContinuous-v0",
+            DIMENSIONS,
+            90.0,
+            (-0.1 * steps, 100.0),
+            steps,
+            field_name="task_space",
+        )
+        space = self.task_space
+        self.unfeasible_bounds = space.replace(
+            low=(0.0002, 0.0005), high=(0.004, 0.03), field_name="unfeasible_bounds"
+        )
+        self.trivial_bounds = space.replace(
+            low=(0.0002, 0.0005), high=(0.03, 0.006), field_name="trivial_bounds"
+        )
 
     def step(self, key, state, action, params):
         """`action` [1], clipped to [-1, 1] before the step (and before the control cost)."""

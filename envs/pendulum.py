@@ -63,19 +63,18 @@ from __future__ import annotations
 
 import math
 
-import jax
 import jax.numpy as jnp
 from gymnax.environments import spaces
-from gymnax.environments.classic_control.pendulum import EnvParams, Pendulum
 
-from acl.core.spaces import NON_NEGATIVE, POSITIVE, Box
 from envs._checks import positive_int
-from envs.base import GymnaxTaskEnv
+from envs.gymnax_space import GymnaxSpace, TaskDimension
 from envs.registry import ENVS
 
-_NAMES = ("mass", "length", "max_torque")
-_UNITS = ("kg", "m", "N m")
-_DEFAULT = (1.0, 1.0, 2.0)
+DIMENSIONS = (
+    TaskDimension("mass", 0.2, 3.0, ("m",)),
+    TaskDimension("length", 0.2, 3.0, ("l",)),
+    TaskDimension("max_torque", 0.2, 6.0, ("max_torque",)),
+)
 
 
 def _worst_step_cost(max_torque: float) -> float:
@@ -83,7 +82,7 @@ def _worst_step_cost(max_torque: float) -> float:
 
 
 @ENVS.register("pendulum")
-class PendulumTask(GymnaxTaskEnv):
+class PendulumTask(GymnaxSpace):
     """Pendulum-v1 whose mass, length and torque limit are the task; actions in [-1, 1].
 
     Static config: `max_episode_steps` (default 200); the return lower bound scales
@@ -91,32 +90,18 @@ class PendulumTask(GymnaxTaskEnv):
     """
 
     name = "pendulum"
-    task_space = Box(
-        low=(0.2, 0.2, 0.2),
-        high=(3.0, 3.0, 6.0),
-        names=_NAMES,
-        units=_UNITS,
-        default=_DEFAULT,
-        limits=(POSITIVE, POSITIVE, NON_NEGATIVE),
-    )
-    unfeasible_bounds = task_space.replace(
-        low=(0.2, 0.2, 0.2), high=(20.0, 3.0, 6.0), field_name="unfeasible_bounds"
-    )
-    trivial_bounds = task_space.replace(
-        low=(0.2, 0.2, 0.2), high=(3.0, 3.0, 60.0), field_name="trivial_bounds"
-    )
-    success_threshold = -400.0
-    return_bounds = (-200 * _worst_step_cost(6.0), 0.0)
 
     def __init__(self, max_episode_steps: int | None = None):
-        steps = positive_int(max_episode_steps, "env.max_episode_steps")
-        super().__init__(Pendulum(), steps)
-        if self.max_episode_steps != 200:
-            self.return_bounds = (-self.max_episode_steps * _worst_step_cost(6.0), 0.0)
-
-    def task_to_params(self, task: jax.Array, base_params: EnvParams) -> EnvParams:
-        """task [3] = (mass, length, max torque) -> params."""
-        return base_params.replace(m=task[0], l=task[1], max_torque=task[2])
+        steps = positive_int(max_episode_steps, "env.max_episode_steps") or 200
+        bounds = (-steps * _worst_step_cost(6.0), 0.0)
+        super().__init__("Pendulum-v1", DIMENSIONS, -400.0, bounds, steps, field_name="task_space")
+        space = self.task_space
+        self.unfeasible_bounds = space.replace(
+            low=(0.2, 0.2, 0.2), high=(20.0, 3.0, 6.0), field_name="unfeasible_bounds"
+        )
+        self.trivial_bounds = space.replace(
+            low=(0.2, 0.2, 0.2), high=(3.0, 3.0, 60.0), field_name="trivial_bounds"
+        )
 
     def step(self, key, state, action, params):
         """`action` [1] in [-1, 1] (clipped) is the torque as a fraction of max_torque."""

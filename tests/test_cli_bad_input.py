@@ -22,6 +22,12 @@ def _set(*pairs: str) -> list[str]:
     return [arg for pair in pairs for arg in ("--set", pair)]
 
 
+def _gymnax(*pairs: str) -> list[str]:
+    """The tiny config on the `gymnax` entry (CartPole-v1 unless a pair names an id), with
+    a success threshold, and `pairs`."""
+    return _set("env.name=gymnax", "env.id=CartPole-v1", "env.success_threshold=40", *pairs)
+
+
 # (id, extra arguments after --config tiny.yaml --out OUT, a fragment of the one line)
 SET_CASES = [
     # agent: numbers of the wrong type, non-finite or out of range
@@ -112,6 +118,67 @@ SET_CASES = [
     ),
     ("env typo", _set("env.name=cartpol"), "env.name: unknown env 'cartpol'; did you mean"),
     ("env key typo", _set("env.max_episode_step=50"), "env: unknown config key 'max_episode_step'"),
+    # the gymnax entry (envs/gymnax_space.py)
+    (
+        "gymnax unknown field",
+        _gymnax("env.task.lenght=[0.1, 1.0]"),
+        "env.task.lenght: CartPole-v1 has no EnvParams field 'lenght'; did you mean 'length'",
+    ),
+    (
+        "gymnax unknown id",
+        _gymnax("env.id=Cartpole-v1", "env.task.length=[0.1, 1.0]"),
+        "env.id: unknown gymnax id 'Cartpole-v1'; did you mean 'CartPole-v1'",
+    ),
+    (
+        "gymnax array field",
+        _gymnax("env.id=Acrobot-v1", "env.task.available_torque=[0.5, 2.0]"),
+        "Acrobot-v1's available_torque is refused: an array: a task value is a scalar",
+    ),
+    (
+        "gymnax derived field",
+        _gymnax("env.task.total_mass=[1.0, 2.0]"),
+        "CartPole-v1's total_mass is refused: derived, masscart + masspole",
+    ),
+    (
+        "gymnax bounds word",
+        _gymnax("env.task.length=long"),
+        "env.task.length must be [low, high] (two finite numbers)",
+    ),
+    (
+        "gymnax bound outside limit",
+        _gymnax("env.task.masspole=[-1.0, 2.0]"),
+        "env.task.low: dimension 'masspole' must be > 0 (its physical limit), got -1",
+    ),
+    (
+        "gymnax ordering",
+        _gymnax("env.id=MountainCar-v0", "env.task.goal_position=[0.4, 0.7]"),
+        "MountainCar-v0 needs goal_position <= max_position for every task",
+    ),
+    (
+        "gymnax no success",
+        _set("env.name=gymnax", "env.id=CartPole-v1", "env.task.length=[0.1, 1.0]"),
+        "env.success_threshold: the gymnax entry needs one",
+    ),
+    (
+        "gymnax mnist",
+        _gymnax("env.id=MNISTBandit-bsuite", "env.task.max_steps_in_episode=[1, 2]"),
+        "env.id: MNISTBandit-bsuite is refused: gymnax.make downloads MNIST",
+    ),
+    (
+        "gymnax generator",
+        _gymnax("env.task.length=[0.1, 1.0]", "env.generator=nowhere_at_all:levels"),
+        "env.generator: cannot import 'nowhere_at_all'",
+    ),
+    (
+        "gymnax no return bounds",
+        _gymnax(
+            "env.id=Catch-bsuite",
+            "env.task.max_steps_in_episode=[10, 50]",
+            "teacher.name=alp_gmm",
+        ),
+        "teacher alp_gmm rescales returns by the env's return bounds, and env 'gymnax' "
+        "declares none",
+    ),
     # teacher
     ("teacher typo", _set("teacher.name=alp-gmm"), "unknown teacher 'alp-gmm'; did you mean"),
     ("teacher number", _set("teacher=5"), "teacher: expected a mapping with a 'name'"),

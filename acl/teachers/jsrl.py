@@ -83,6 +83,7 @@ from acl.teachers.base import (
     RunContext,
     Teacher,
     UpdateContext,
+    require_return_bounds,
     run_default,
 )
 
@@ -499,7 +500,7 @@ def make_jsrl(
     options = GuideOptions(**options)
     env = run_default(context, "env", env)
     load_agent = run_default(context, "load_agent", load_agent)
-    args["return_bounds"] = run_default(context, "return_bounds", args.get("return_bounds"))
+    args["return_bounds"] = require_return_bounds(context, args.get("return_bounds"), "jsrl")
     # The guide's default horizon starts from the base task: check it before building.
     hyper = hparams.validated(args["hyper"], "teacher")
     base = checks.base_task(task_space, hyper.base_task)
