@@ -10,9 +10,9 @@ lives in `params`, filled by the pure `task_to_params(task, base_params)`.
 
 What an env can do beyond that is declared here, never probed: a typed variant that the
 env subclasses (`GoalTaskEnv`, `StartTaskEnv`, `LevelTaskEnv`, `LevelEditorEnv`,
-`ImageDirectionObservation`; callers check it with `isinstance`), or a member whose
-default says the env lacks it (`unfeasible_bounds`, `trivial_bounds` and `easy_task`
-None; `has_oracle_action`, `GoalTaskEnv.has_valid_goals`,
+`ImageDirectionObservation`, `TokenObservation`; callers check it with `isinstance`), or
+a member whose default says the env lacks it (`unfeasible_bounds`, `trivial_bounds` and
+`easy_task` None; `has_oracle_action`, `GoalTaskEnv.has_valid_goals`,
 `LevelTaskEnv.has_level_edits` and `has_level_editor` False, and their methods raising
 a ConfigError that names the env). docs/envs.md tables what each teacher family needs.
 """
@@ -343,6 +343,17 @@ class ImageDirectionObservation:
     def split_observation(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
         """[..., O] -> (image [..., V, V, C], direction [...] int32)."""
         raise NotImplementedError
+
+
+class TokenObservation:
+    """The observation half of an env that sees categorical codes (XLand-MiniGrid's view,
+    heading, goal and rules): obs [..., O] holds integers stored as float32, position i
+    taking the values 0..token_sizes[i] - 1. Recurrent PPO's TokenEncoder embeds each
+    position's code (a one-hot of it times a learned matrix) instead of reading the codes
+    as magnitudes."""
+
+    token_sizes: tuple[int, ...]
+    """[O]: how many values each observation position takes."""
 
 
 def random_tasks(

@@ -110,6 +110,9 @@ COMMANDS = (
         "checkpoint-size", "bench.checkpoint_size", "the size of one checkpoint of a config's run"
     ),
     Command("gmm-k-range", "bench.gmm_k_range", "the mixture sizes a GMM teacher's fits choose"),
+    Command(
+        "xland-generator", "bench.xland_generator", "our XLand ruleset generator vs the reference's"
+    ),
 )
 BY_NAME = {command.name: command for command in COMMANDS}
 

@@ -51,6 +51,7 @@ SHARED = {
     "profile-maze-student": {"--config", "--set", "--seeds", "--out"},
     "checkpoint-size": {"--preset", "--out"},
     "gmm-k-range": {"--config", "--set", "--seeds", "--out"},
+    "xland-generator": {"--out"},
 }
 """The shared flags each command must take (and no other): a new command adds its row."""
 SAMPLE = {

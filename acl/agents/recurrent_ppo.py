@@ -8,7 +8,9 @@ filters, relu, flattened, beside a learned 5-dim direction embedding; on a level
 `split_observation` into map, time step and noise) it is PAIRED's
 adversary encoder, as dcd's: the same conv over the full map (dcd: 128 filters, PAIRED's
 teacher sets them), relu, flattened, beside a learned embedding of the time step (10-dim,
-`time_features`) and the noise vector as it is; elsewhere it is an MLP on the flat
+`time_features`) and the noise vector as it is; on an env of categorical codes (an
+`envs.base.TokenObservation`, XLand-MiniGrid's: `token_sizes`) it is the MLP on the
+one-hot of every code (`TokenEncoder`); elsewhere it is an MLP on the flat
 observation. Then an LSTM (256 units) and actor and critic heads (one hidden layer of 32,
 relu). Defaults are those papers' PPO: lr 1e-4 annealed, 5 epochs of 1 minibatch, gamma
 0.995, GAE lambda 0.98, clip 0.2, entropy 1e-3, value coefficient 0.5, grad-norm 0.5.
@@ -58,7 +60,7 @@ from acl.core import hparams
 from acl.core.errors import ConfigError
 from acl.core.hparams import hparam
 from acl.core.types import Transition, ValueEstimates, ValueSpec
-from envs.base import ImageDirectionObservation, LevelEditorEnv
+from envs.base import ImageDirectionObservation, LevelEditorEnv, TokenObservation
 
 RECURRENT_PPO_HYPERPARAMS = PPOHyperparams(
     learning_rate=1e-4,
@@ -94,7 +96,8 @@ class RecurrentPPOConfig(PPOUpdateConfig):
         choices=ENCODERS,
         doc="conv: conv + direction embedding (an env with an image), or conv + time-step "
         "embedding + noise (a level editor); mlp: an MLP on the flat observation; auto: conv "
-        "where the bound env has an image or is an editor.",
+        "where the bound env has an image or is an editor, the MLP on one-hot codes where it "
+        "observes codes (envs.base.TokenObservation).",
     )
     conv_features: int = hparam(16, low=1, doc="Filters of the conv encoder's one layer.")
     conv_kernel_size: int = hparam(3, low=1, doc="Its square kernel (valid padding, stride 1).")
@@ -228,6 +231,33 @@ class GridTimeEncoder(nn.Module):
         return jnp.concatenate([x, embedding, noise.astype(x.dtype)], axis=-1)
 
 
+class TokenEncoder(nn.Module):
+    """Categorical codes obs [..., O] (an `envs.base.TokenObservation`) -> features
+    [..., F]: the MLP of `hidden_sizes` on the one-hot of every code (position i over its
+    own token_sizes[i] values, all concatenated). The first layer is computed as the sum
+    of one learned row per position (an embedding lookup), the same product as on the
+    one-hot without building it; its rows start normal with variance 2 / O (He's, for O
+    active inputs). A code outside its position's values is clipped into them."""
+
+    token_sizes: Sequence[int]
+    hidden_sizes: Sequence[int]
+    activation: str = "relu"
+
+    @nn.compact
+    def __call__(self, obs):
+        sizes = np.asarray(self.token_sizes, np.int32)
+        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int32)
+        codes = jnp.clip(jnp.round(obs).astype(jnp.int32), 0, sizes - 1) + offsets
+        width = self.hidden_sizes[0]
+        init = nn.initializers.normal(stddev=float(np.sqrt(2.0 / len(sizes))))
+        table = self.param("embedding", init, (int(sizes.sum()), width))
+        bias = self.param("bias", nn.initializers.zeros, (width,))
+        x = ACTIVATIONS[self.activation](jnp.take(table, codes, axis=0).sum(axis=-2) + bias)
+        for size in self.hidden_sizes[1:]:
+            x = ACTIVATIONS[self.activation](dense(size, np.sqrt(2))(x))
+        return x
+
+
 class MLPEncoder(nn.Module):
     """obs [..., O] -> features [..., F] (O itself with no hidden layers)."""
 
@@ -306,6 +336,7 @@ class RecurrentPPO(Agent):
         self.hyper = hparams.validated(hyper, "agent")
         self.image_env = None
         self.editor_env = None
+        self.token_env = None
         self.network: RecurrentActorCritic | None = None
         self.actions: ActionDistribution | None = None
 
@@ -334,6 +365,13 @@ class RecurrentPPO(Agent):
         conv = self.config.encoder != "mlp"
         self.image_env = env if conv and has_image else None
         self.editor_env = env if conv and is_editor and not has_image else None
+        codes = self.config.encoder == "auto" and isinstance(env, TokenObservation)
+        self.token_env = env if codes and not (has_image or is_editor) else None
+        if self.token_env is not None and not self.config.mlp_sizes:
+            raise ConfigError(
+                f"agent.mlp_sizes: the encoder of {env.name!r}'s codes needs at least one "
+                "layer (its first layer embeds the codes)"
+            )
 
     def _build(self, obs_space, action_space) -> None:
         c = self.config
@@ -356,6 +394,8 @@ class RecurrentPPO(Agent):
                 kernel_size=c.conv_kernel_size,
                 direction_features=c.direction_features,
             )
+        elif self.token_env is not None:
+            encoder = TokenEncoder(self.token_env.token_sizes, c.mlp_sizes, c.activation)
         else:
             encoder = MLPEncoder(c.mlp_sizes, c.activation)
         self.actions = ActionDistribution(action_space)

@@ -81,7 +81,7 @@ class MazeEditor(LevelEditorEnv):
         num_wall_steps: int = DEFAULT_WALL_STEPS,
         noise_dim: int = DEFAULT_NOISE_DIM,
     ):
-        if not isinstance(maze, LevelTaskEnv):
+        if not (isinstance(maze, LevelTaskEnv) and maze.has_level_editor):
             raise ConfigError(f"maze_editor.maze must be a Maze env, got {type(maze).__name__}")
         self.maze = maze
         self.height, self.width = maze.height, maze.width
