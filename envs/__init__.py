@@ -7,8 +7,10 @@ from envs import (  # noqa: F401
     acrobot,
     bit_flip,
     brax_goal,
+    brax_system,
     cartpole,
     goal_maze,
+    gymnax_space,
     maze,
     maze_levels,  # registers the maze's held-out test sets (envs.registry.TEST_SETS)
     mountain_car,
@@ -17,6 +19,7 @@ from envs import (  # noqa: F401
     point_reach,
     stump_tracks,
     toy_bandit,
+    xland,  # XLand-MiniGrid's rulesets; registers its held-out test sets too
 )
 from envs.base import GymnaxTaskEnv, TaskEnv
 from envs.registry import ENVS, make_env

@@ -1,7 +1,8 @@
 """The documentation stays true to the code: the README's tables list exactly the
 registered teachers, agents and envs, the README stays short, its quickstart builds,
-every relative link resolves, no stale reference is left, and the teacher of
-docs/writing-a-teacher.md passes the harness and runs through `experiments.run`."""
+every relative link resolves, no stale reference is left, the teacher of
+docs/writing-a-teacher.md passes the harness and runs through `experiments.run`, and
+docs/writing-an-env.md's gymnax config and plug-in env run through it too."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from acl.agents import AGENTS
 from acl.teachers import TEACHERS
 from envs import ENVS
-from tests.conftest import run_tiny_with_teacher
+from tests.conftest import TINY, run_tiny_with_teacher
+from tests.distribution import forget_modules, unlisted_plugins, write_distribution
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -25,6 +28,7 @@ DOCS = ROOT / "docs"
 MAX_README_LINES = 250
 MAX_QUICKSTART_LINES = 10
 MAX_TEACHER_LINES = 80
+MAX_GYMNAX_CONFIG_LINES = 12
 STALE = re.compile(r"DESIGN\.md|REFERENCES\.md|\.\./shared")
 """Files and paths that no longer exist here (issue 22); a mention of one is a dead end."""
 
@@ -129,7 +133,9 @@ def test_readme_quickstart_builds_without_compiling(monkeypatch):
     exec(compile("\n".join(build), "README.md (quickstart)", "exec"), namespace)
     trainer = namespace["trainer"]
     assert trainer.schedule.num_chunks == 1
-    assert namespace["run_data"](namespace["config"], trainer) is not None, "the quickstart's config names a challenge"
+    assert namespace["run_data"](namespace["config"], trainer) is not None, (
+        "the quickstart's config names a challenge"
+    )
 
 
 def test_every_relative_link_points_to_an_existing_file():
@@ -207,3 +213,69 @@ def test_the_writing_a_teacher_page_runs(tmp_path, monkeypatch):
     assert rows and {row["seed"] for row in rows} == {"0", "1"}
     # One progress value per bin and seed, as the page's `snapshot` writes it.
     assert np.load(out / "teacher" / "eval_0000.npz")["progress"].shape == (2, 4)
+
+
+def run_at_tiny_budget(config: dict, tmp_path: Path, name: str) -> tuple[Path, list[dict]]:
+    """A page's config through `experiments.run` with TINY's loop, eval, agent and seeds
+    (its env and teacher as the page has them): the run directory and metrics rows."""
+    import csv
+
+    from experiments import run
+
+    tiny = {key: TINY[key] for key in ("agent", "loop", "eval", "num_seeds")}
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({**config, **tiny}))
+    out = tmp_path / name
+    assert run.main(["--config", str(path), "--out", str(out), "--no-progress"]) == 0
+    return out, list(csv.DictReader((out / "metrics.csv").open()))
+
+
+def test_the_writing_an_env_page_runs(tmp_path, monkeypatch):
+    import tomllib
+
+    from acl.build import build_components
+    from acl.config import parse_config
+    from acl.core.errors import ConfigError
+
+    page = DOCS / "writing-an-env.md"
+    text = page.read_text()
+    gymnax_block, windy_block = code_blocks(text, "yaml")
+    (env_code,) = code_blocks(text)
+    (toml_block,) = code_blocks(text, "toml")
+
+    # A gymnax env by config, in about ten lines, through the `gymnax` entry.
+    assert len(gymnax_block.strip().splitlines()) <= MAX_GYMNAX_CONFIG_LINES
+    gymnax_config = yaml.safe_load(gymnax_block)
+    assert gymnax_config["env"]["name"] == "gymnax"
+    _, rows = run_at_tiny_budget(gymnax_config, tmp_path, "gymnax")
+    assert rows and {row["seed"] for row in rows} == {"0", "1"}
+
+    # The windy env: a package of its own, declared by the page's entry point, installed
+    # as pip would leave it (tests/distribution.py), found as a user's process finds it.
+    groups = tomllib.loads(toml_block)["project"]["entry-points"]
+    entry_points = "".join(
+        f"[{group}]\n" + "".join(f"{name} = {target}\n" for name, target in names.items())
+        for group, names in groups.items()
+    )
+    package = groups["acl_jax.envs"]["windy_reach"].split(".")[0]
+    site = write_distribution(
+        tmp_path / "site", package, "0.1", entry_points, {"windy.py": env_code}
+    )
+    monkeypatch.syspath_prepend(str(site))
+    unlisted_plugins(monkeypatch)
+    try:
+        windy_config = yaml.safe_load(windy_block)
+        name = windy_config["env"]["name"]
+        assert ENVS.get(name, "env.name").__name__ == "WindyReach"
+        assert ENVS.source(name).distribution == f"{package} 0.1"
+        out, rows = run_at_tiny_budget(windy_config, tmp_path, "windy")
+        assert rows and all(-40.0 <= float(row["train_return"]) <= 0.0 for row in rows)
+        # Its challenge bounds serve the benchmark's challenges.
+        challenged = parse_config({**windy_config, "challenge": {"name": "unfeasible"}})
+        assert build_components(challenged).teacher is not None
+        # A level teacher on a space without a level generator: one line, naming the env.
+        with pytest.raises(ConfigError, match="LevelTaskEnv.*WindyReach") as refused:
+            build_components(parse_config({**windy_config, "teacher": "dr"}))
+        assert "\n" not in str(refused.value)
+    finally:
+        forget_modules(package)

@@ -22,6 +22,7 @@ from envs.base import (
     StartTaskEnv,
     random_tasks,
 )
+from envs.gymnax_space import DOCS_EXAMPLE
 from envs.registry import ENVS, make_env
 
 # The envs that are not gymnax envs have their own test files.
@@ -33,7 +34,10 @@ NOT_GYMNAX = (
     "point_maze",
     "point_reach",
     "brax_goal",
+    "brax_system",
     "maze",
+    "gymnax",  # a config entry, tested in tests/test_gymnax_space.py
+    "xland",  # tests/test_xland.py
 )
 CLASSIC = [name for name in ENVS.names() if name not in NOT_GYMNAX]
 NUM_VMAP_STEPS = 12
@@ -347,16 +351,20 @@ def test_scripted_controllers_agree_with_the_documented_regions(compiled):
 
 CAPABILITIES = {
     "maze": {"levels", "level_edits", "level_editor", "image"},
+    "xland": {"levels", "level_edits"},
     "goal_maze": {"goals", "valid_goals", "starts", "oracle"},
     "point_maze": {"goals", "valid_goals", "starts"},
     "brax_goal": {"goals", "valid_goals", "starts"},
     "point_reach": {"goals", "challenges", "easy_task"},
     "bit_flip": {"goals"},
     "stump_tracks": {"challenges"},
-    "cartpole": {"challenges"},
-    "pendulum": {"challenges"},
-    "mountain_car_continuous": {"challenges"},
-    "acrobot": {"challenges"},
+    # presets over envs.gymnax_space: a level generator uniform over the box
+    "cartpole": {"challenges", "levels"},
+    "pendulum": {"challenges", "levels"},
+    "mountain_car_continuous": {"challenges", "levels"},
+    "acrobot": {"challenges", "levels"},
+    "gymnax": {"levels"},
+    "brax_system": set(),
     "toy_bandit": set(),
 }
 """What each registered env declares (docs/envs.md's table of teacher families)."""
@@ -392,8 +400,12 @@ def test_the_capability_table_lists_every_registered_env():
 @pytest.mark.parametrize("name", sorted(CAPABILITIES))
 def test_every_env_declares_its_capabilities(name):
     factory = ENVS.get(name)
-    # brax_goal declares everything on its class; building it would load Brax.
-    env = object.__new__(factory) if name == "brax_goal" else make_env(name)
+    # brax_goal and brax_system declare everything on their classes; building them would
+    # load Brax. The gymnax entry needs a config: the docs' example.
+    if name in ("brax_goal", "brax_system"):
+        env = object.__new__(factory)
+    else:
+        env = make_env(name, **(DOCS_EXAMPLE if name == "gymnax" else {}))
     assert _declared(env) == CAPABILITIES[name]
 
 
