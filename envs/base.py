@@ -19,6 +19,7 @@ a ConfigError that names the env). docs/envs.md tables what each teacher family 
 
 from __future__ import annotations
 
+import abc
 from typing import Any
 
 import jax
@@ -244,7 +245,7 @@ class StartTaskEnv(TaskEnv):
         raise NotImplementedError
 
 
-class LevelEditorEnv:
+class LevelEditorEnv(abc.ABC):
     """An env whose episodes build one level of a `LevelTaskEnv`, a placement per step:
     PAIRED's adversary acts in it (`LevelTaskEnv.level_editor` makes one).
 
@@ -263,28 +264,33 @@ class LevelEditorEnv:
     num_time_steps: int
     """How many values the observation's time step takes."""
 
+    @abc.abstractmethod
     def default_params(self) -> Any:
-        raise NotImplementedError
+        """The editor's params (its level size and budgets)."""
 
+    @abc.abstractmethod
     def reset(self, key: jax.Array, params: Any = None) -> tuple[jax.Array, Any]:
-        raise NotImplementedError
+        """(obs, state) of an empty level to build."""
 
+    @abc.abstractmethod
     def step(self, key: jax.Array, state: Any, action: jax.Array, params: Any = None):
-        raise NotImplementedError
+        """One building step: (obs, state, reward, terminated, truncated, info)."""
 
+    @abc.abstractmethod
     def observation_space(self) -> spaces.Box:
-        raise NotImplementedError
+        """The adversary's observation: the map, the time step and the noise, flat."""
 
+    @abc.abstractmethod
     def action_space(self) -> spaces.Discrete:
-        raise NotImplementedError
+        """Where to place the next wall, the agent or the goal."""
 
+    @abc.abstractmethod
     def split_observation(self, obs: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
         """[..., O] -> (map [..., H, W, C], time [...] int32, noise [..., Z])."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def level(self, state: Any) -> Any:
         """The level built so far, as its env's params (complete once terminated)."""
-        raise NotImplementedError
 
 
 class LevelTaskEnv(TaskEnv):
@@ -331,7 +337,7 @@ class LevelTaskEnv(TaskEnv):
         raise _lacking(self, "level_editor", "no level editor (has_level_editor)")
 
 
-class ImageDirectionObservation:
+class ImageDirectionObservation(abc.ABC):
     """The observation half of an env that sees an egocentric image and its heading (the
     maze): obs [..., V * V * C + K] is the image [V, V, C] (`image_shape`) flattened,
     then a one-hot direction [K]. Conv encoders (recurrent PPO's ImageDirectionEncoder)
@@ -340,9 +346,9 @@ class ImageDirectionObservation:
     image_shape: tuple[int, int, int]
     """(V, V, C): the observation image's shape."""
 
+    @abc.abstractmethod
     def split_observation(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
         """[..., O] -> (image [..., V, V, C], direction [...] int32)."""
-        raise NotImplementedError
 
 
 class TokenObservation:

@@ -67,6 +67,7 @@ bounds are declared (`unfeasible_bounds`, `trivial_bounds` None).
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import difflib
 import functools
@@ -199,7 +200,7 @@ class BraxSystemState:
     """Steps taken in this episode."""
 
 
-class BraxTaskRules:
+class BraxTaskRules(abc.ABC):
     """What a Brax env adds to its System: its reset, observation, control, reward and
     termination, as brax's env class defines them, with the System passed in (brax's
     classes read `self.sys`). One subclass per supported env."""
@@ -208,31 +209,33 @@ class BraxTaskRules:
     episode_length: int = 1000
     """brax's `envs.create` default."""
 
+    @abc.abstractmethod
     def initial_joints(self, key: jax.Array, system: Any) -> tuple[jax.Array, jax.Array]:
         """q [Q], qd [QD] of a reset."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def control(self, system: Any, action: jax.Array) -> jax.Array:
         """Action [A] in [-1, 1] -> the actuators' control [A]."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def observe(self, pipeline_state: Any) -> jax.Array:
         """[O] float32."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def reward(self, pipeline_state: Any, action: jax.Array) -> jax.Array:
         """The reward of the step that reached `pipeline_state`."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def terminated(self, pipeline_state: Any) -> jax.Array:
         """bool: a real end (no bootstrap)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def success_threshold(self, max_episode_steps: int) -> float:
-        raise NotImplementedError
+        """The return above which an episode of `max_episode_steps` is mastered."""
 
+    @abc.abstractmethod
     def return_bounds(self, max_episode_steps: int) -> tuple[float, float]:
-        raise NotImplementedError
+        """The lowest and highest return of an episode of `max_episode_steps`."""
 
 
 class InvertedPendulumRules(BraxTaskRules):

@@ -9,6 +9,7 @@ does the rest.
 
 from __future__ import annotations
 
+import abc
 import difflib
 import functools
 
@@ -157,7 +158,7 @@ def _grid_paths(valid_np, walls: np.ndarray, per_dim: int, step_length: float):
     return table.astype(np.float32), nearest.astype(np.int32)
 
 
-class PlanarStartGoalTasks(StartGoalTasks):
+class PlanarStartGoalTasks(StartGoalTasks, abc.ABC):
     """Tasks (start x, start y, goal x, goal y) in the unit square with walls: the task,
     goal and start protocols every planar goal env shares (point_maze, brax_goal).
 
@@ -182,13 +183,13 @@ class PlanarStartGoalTasks(StartGoalTasks):
     step_length: float
     """The farthest one env step moves the point: the unit of `start_distance`."""
 
+    @abc.abstractmethod
     def _valid_np(self, points: np.ndarray) -> np.ndarray:
         """[..., 2] numpy -> [...] bool: `is_valid_position` on the host."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def is_valid_position(self, points: jax.Array) -> jax.Array:
         """[..., 2] -> [...] bool: a valid start or goal (clear of the walls)."""
-        raise NotImplementedError
 
     def _init_tasks(self, layout_name: str, units: str, nothing_valid: str) -> None:
         """Sets `_snap` and `task_space`, whose default is `DEFAULT_TASKS[layout_name]`

@@ -205,7 +205,7 @@ def test_the_restart_for_host_devices_reruns_the_command_line(monkeypatch):
     import jax
 
     if len(jax.devices()) >= 2 or jax.default_backend() != "cpu":
-        pytest.skip("JAX already sees two devices: there is nothing to restart")
+        pytest.skip("JAX already runs on 2+ devices or an accelerator: nothing to restart")
     calls = []
     monkeypatch.delenv("ACL_JAX_RESTARTED", raising=False)
     monkeypatch.setattr(sys, "orig_argv", ["python3", "/venv/bin/acl", "run", "--config", "x"])

@@ -275,7 +275,8 @@ def main(argv=None) -> int:
         sets = read_reference_files(args.reference_files, args.expect_difference)
         reference = {"made_by": REFERENCE_NOTE, "sets": sets}
         reference_path.write_text(json.dumps(reference, indent=1) + "\n")
-        print(f"wrote {reference_path}")
+        shown = reference_path.resolve()
+        print(f"wrote {shown.relative_to(ROOT) if shown.is_relative_to(ROOT) else shown}")
         return 0
     if args.rulesets < 1:
         raise ConfigError(f"--rulesets must be >= 1, got {args.rulesets}")
@@ -295,7 +296,8 @@ def main(argv=None) -> int:
         json.dumps({"settings": settings, "seconds": seconds, **result}, indent=1) + "\n"
     )
     plot(reference, result["ours"], figure)
-    print(f"wrote {comparison} and {figure}")
+    shown = [p.relative_to(ROOT) if p.is_relative_to(ROOT) else p for p in (comparison, figure)]
+    print(f"wrote {shown[0]} and {shown[1]}")
     return 0 if all(r["match"] for r in result["rows"] if r["expect_match"]) else 1
 
 
