@@ -16,6 +16,9 @@ OUT_DIR/
   provenance.json   versions, git commit, device, seeds; each cell's wall time and commit
   cells/*.csv       finished cells (restored from results.csv where missing: a committed
                     results directory need only keep results.csv)
+  cells/*.npz       per finished cell: per-test-task success and return, the tasks handed
+                    out, the teacher's env steps outside training (`write_cell_arrays`; the
+                    shoot-out's report reads them)
   results.csv       every finished cell, in suite order (schema: RESULT_COLUMNS)
 """
 
@@ -222,6 +225,7 @@ class _Program:
                 for name, field in _CHUNK_FIELDS.items()
             }
             record.update({k: v.tolist() for k, v in test_set_cvar_values(metrics).items()})
+            record.update(per_task_record(trainer, metrics))
             chunks.append(record)
             if checkpoints is not None:
                 checkpoints.save(
@@ -241,6 +245,64 @@ _CHUNK_FIELDS = {
     "train_return": "train_return",
 }
 """Result column: the chunk metric it is read from, one value per seed."""
+
+
+def per_task_record(trainer, metrics) -> dict:
+    """One chunk's per-test-task results and training samples, for `cells/*.npz`:
+    greedy success and return [S, M], sampled-action successes [S, M, A] (with sampled
+    attempts), a subsample of the tasks handed out [S, L, D] and the env steps the teacher
+    played outside training so far [S] (`Teacher.offline_env_steps`)."""
+    record = {
+        "task_success": np.asarray(metrics.eval_solve_greedy, np.float32).tolist(),
+        "task_return": np.asarray(metrics.eval_return, np.float32).tolist(),
+        "sampled_tasks": np.asarray(metrics.tasks, np.float32).tolist(),
+        "offline_env_steps": np.broadcast_to(
+            np.asarray(trainer.teacher.offline_env_steps(metrics.teacher_snapshot), np.float64),
+            np.shape(metrics.env_steps),
+        ).tolist(),
+    }
+    if metrics.eval_success_sampled is not None:
+        record["task_success_sampled"] = np.asarray(
+            metrics.eval_success_sampled, np.float32
+        ).tolist()
+    return record
+
+
+PER_TASK_FIELDS = (
+    "task_success",
+    "task_return",
+    "task_success_sampled",
+    "sampled_tasks",
+    "offline_env_steps",
+)
+"""The chunk fields `per_task_record` adds; `cells/*.npz` stacks them over chunks."""
+
+
+def write_cell_arrays(path: Path, trainer, chunks: list[dict]) -> None:
+    """`path` (.npz): the per-task fields of every chunk stacked [C, S, ...], with the
+    evaluations' env steps [C, S], the test set (`test_tasks` [M, D], `test_names` [M]: ""
+    for a task-space set) and the seeds [S]."""
+    plan = trainer.evaluation
+    arrays = {
+        name: np.asarray([chunk[name] for chunk in chunks])
+        for name in PER_TASK_FIELDS
+        if name in chunks[0]
+    }
+    for name in ("task_success", "task_success_sampled"):
+        if name in arrays:
+            arrays[name] = arrays[name].astype(np.float16)
+    arrays["env_steps"] = np.asarray([chunk["env_steps"] for chunk in chunks], np.int64)
+    arrays["test_tasks"] = np.asarray(plan.test_tasks, np.float32)
+    names = plan.test_task_names or ("",) * len(plan.test_tasks)
+    arrays["test_names"] = np.asarray(names, dtype=str)
+    arrays["seeds"] = np.asarray(trainer.seeds.first + np.arange(trainer.seeds.count))
+    tmp = path.with_name(path.stem + ".tmp.npz")
+    np.savez_compressed(tmp, **arrays)
+    os.replace(tmp, path)
+
+
+def cell_arrays_path(out: Path, label: str, spec: ChallengeSpec) -> Path:
+    return cell_path(out, label, spec).with_suffix(".npz")
 
 
 def _rows(suite: SuiteConfig, label: str, spec: ChallengeSpec, chunks: list[dict]) -> pd.DataFrame:
@@ -284,11 +346,13 @@ def run_suite(
     out: str | Path,
     progress: bool = True,
     stop_after: int | None = None,
+    record: dict | None = None,
 ) -> pd.DataFrame:
     """Run every unfinished cell of `suite` into `out`; return the tidy results table.
 
     `stop_after`: stop once this many cells have been computed in this call (for tests and
     for spreading a long suite over sessions); the table then holds the finished cells.
+    `record`: entries added to provenance.json (a confirmatory run's protocol).
     """
     out = Path(out)
     (out / "cells").mkdir(parents=True, exist_ok=True)
@@ -312,6 +376,7 @@ def run_suite(
         earlier = {k: prov[k] for k in ("git_commit", "git_dirty", "argv", "versions")}
         prov.setdefault("earlier_sessions", []).append(earlier)
     prov.update(current)
+    prov.update(record or {})
     prov["suite"] = suite.suite
 
     todo = [
@@ -347,6 +412,8 @@ def run_suite(
         if source is not None:
             # The teacher ignores the expert prior: the cell is the no-expert cell's run.
             table = pd.read_csv(source).assign(expert=spec.expert)
+            if source.with_suffix(".npz").exists():
+                shutil.copyfile(source.with_suffix(".npz"), cell_arrays_path(out, label, spec))
             _write_atomic(cell_path(out, label, spec), table.to_csv(index=False))
             prov["cells"][f"{label}__{spec.key}"] = {"copied_from": source.stem}
             bar.update(chunks_per_cell)
@@ -371,6 +438,9 @@ def run_suite(
             compile_seconds += seconds
             tables.append(_rows(suite, label, spec, chunks))
         table = _merge_students(tables) if spec.challenge == "students" else tables[0]
+        if spec.challenge != "students":
+            trainer = program(label, None).trainer
+            write_cell_arrays(cell_arrays_path(out, label, spec), trainer, chunks)
         _write_atomic(cell_path(out, label, spec), table.to_csv(index=False))
         for checkpoint_dir in checkpoint_dirs:
             shutil.rmtree(checkpoint_dir, ignore_errors=True)

@@ -295,6 +295,13 @@ class Teacher(abc.ABC):
         the agent unchanged."""
         return agent
 
+    def offline_env_steps(self, snapshot: dict) -> Any:
+        """Env steps the teacher has played outside training (SFL's evaluation rollouts),
+        read from its `snapshot`: results report them beside the training steps. By
+        default 0: the teacher plays none."""
+        del snapshot
+        return 0.0
+
     def with_prior(self, params: Any, mean: jax.Array, std: jax.Array, enabled: jax.Array) -> Any:
         """`params` with the expert prior N(mean [D], std [D]) (in the teacher's task
         space) where `enabled` (a bool leaf, may be traced); by default unchanged."""

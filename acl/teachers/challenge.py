@@ -242,6 +242,9 @@ class ChallengedTeacher(Teacher):
     def snapshot(self, state: ChallengedState) -> dict:
         return self.inner.snapshot(state.inner)
 
+    def offline_env_steps(self, snapshot: dict) -> Any:
+        return self.inner.offline_env_steps(snapshot)
+
     def wrap_student(self, agent: Agent) -> Agent:
         """The inner teacher's wrapper of the student (the challenge needs none)."""
         return self.inner.wrap_student(agent)

@@ -365,6 +365,9 @@ class SFLTeacher(Teacher):
             eval_env_steps=refreshes.astype(jnp.float32) * float(self.env_steps_per_refresh),
         )
 
+    def offline_env_steps(self, snapshot: dict) -> jax.Array:
+        return snapshot["eval_env_steps"]
+
     def snapshot(self, state: SFLState) -> dict:
         """The `snapshot_size` most learnable buffered levels, the buffer's learnability
         statistics (mean p, mean p (1 - p), share with 0 < p < 1; 0 before the first
