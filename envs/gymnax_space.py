@@ -88,7 +88,7 @@ from acl.core.errors import ConfigError
 from acl.core.spaces import NON_NEGATIVE, POSITIVE, UNIT, Box, Limit
 from envs._checks import positive_int
 from envs.base import GymnaxTaskEnv, LevelTaskEnv
-from envs.registry import ENVS
+from envs.registry import ENVS, TEST_SETS
 
 ANY = Limit()
 """Any finite number (a position, a reward, a mean)."""
@@ -918,6 +918,101 @@ def make_gymnax_space(
 
 
 make_gymnax_space.docs_example = DOCS_EXAMPLE
+
+
+# -- named test sets (eval.test_set) ---------------------------------------------------------
+
+JAXUED_EVAL = ("log_grid", 0.05, 10.0, 10)
+"""JaxUED's evaluation levels of its gymnax UED spaces (make_eval_levels_and_names in
+src/jaxued/environments/gymnax/{cartpole,acrobot,pendulum}.py): a 10 x 10 grid log-spaced
+from 0.05 to 10 in each of the two dimensions, plus the env's default level."""
+
+_PART = re.compile(r"^(?P<kind>[a-z_]+)(?:\((?P<args>[^()]*)\))?$")
+
+
+def _log_grid(space: Box, low: float, high: float, per_dim: int, prefix: str):
+    if not 0 < low < high:
+        raise ConfigError(f"eval.test_set: log_grid needs 0 < low < high, got {low}, {high}")
+    axis = np.geomspace(low, high, per_dim)
+    outside = (low < np.asarray(space.low)) | (high > np.asarray(space.high))
+    if outside.any():
+        raise ConfigError(
+            f"eval.test_set: log_grid({low:g}, {high:g}, {per_dim}) leaves the task space "
+            f"in {', '.join(n for n, o in zip(space.names, outside, strict=True) if o)}"
+        )
+    grid = np.stack(np.meshgrid(*[axis] * space.dim, indexing="ij"), -1).reshape(-1, space.dim)
+    names = tuple(
+        f"{prefix}/" + "_".join(f"{n}{v:.3g}" for n, v in zip(space.names, task, strict=True))
+        for task in grid
+    )
+    return names, grid
+
+
+def _default_task(space: Box, prefix: str):
+    if space.default is None:
+        raise ConfigError(
+            "eval.test_set: 'default' needs the env's default level inside the task space"
+        )
+    return (prefix,), np.asarray([space.default])
+
+
+@TEST_SETS.register("gymnax")
+def gymnax_test_set(env, spec: str | list[str], seed: int = 0):
+    """`eval.test_set` of the gymnax entry: parts joined by "+", each a group of test tasks
+    whose names start with the part's name:
+
+    - `jaxued_eval`: JaxUED's evaluation levels (`JAXUED_EVAL`), 2-D spaces;
+    - `log_grid(LOW,HIGH,N)`: N log-spaced values from LOW to HIGH in every dimension;
+    - `default`: the env's default level (gymnax's default params);
+    - `uniform(N)`: N tasks uniform over the task space, drawn with `seed`.
+
+    e.g. "jaxued_eval+uniform(100)": 201 tasks in two groups. -> (names [M], tasks [M, D])."""
+    if not isinstance(spec, str):
+        raise ConfigError(
+            "eval.test_set of the gymnax entry is a string of parts joined by '+', e.g. "
+            "'jaxued_eval+uniform(100)'"
+        )
+    space = env.task_space
+    names: list[str] = []
+    tasks: list[np.ndarray] = []
+    for part in spec.split("+"):
+        match = _PART.match(part.strip())
+        kind = match["kind"] if match else part
+        args = [a for a in (match["args"] or "").split(",") if a.strip()] if match else []
+        try:
+            if kind == "jaxued_eval" and not args:
+                if space.dim != 2:
+                    raise ConfigError(
+                        f"eval.test_set: jaxued_eval is JaxUED's 2-D grid; the space has "
+                        f"{space.dim} dimensions"
+                    )
+                _, low, high, n = JAXUED_EVAL
+                part_names, part_tasks = _log_grid(space, low, high, n, "jaxued_eval")
+                default_names, default = _default_task(space, "jaxued_eval/default")
+                part_names = part_names + default_names
+                part_tasks = np.vstack([part_tasks, default])
+            elif kind == "log_grid" and len(args) == 3:
+                low, high, n = float(args[0]), float(args[1]), int(args[2])
+                part_names, part_tasks = _log_grid(space, low, high, n, "log_grid")
+            elif kind == "default" and not args:
+                part_names, part_tasks = _default_task(space, "default/task")
+            elif kind == "uniform" and len(args) == 1:
+                n = int(args[0])
+                key = jax.random.fold_in(jax.random.PRNGKey(seed), len(names))
+                part_tasks = np.asarray(space.sample_uniform(key, n))
+                part_names = tuple(f"uniform/{i:03d}" for i in range(n))
+            else:
+                raise ValueError
+        except ConfigError:
+            raise
+        except ValueError:
+            raise ConfigError(
+                f"eval.test_set: cannot read {part.strip()!r}; parts: jaxued_eval, default, "
+                "log_grid(LOW,HIGH,N), uniform(N), joined by '+'"
+            ) from None
+        names.extend(part_names)
+        tasks.append(np.asarray(part_tasks, np.float64))
+    return tuple(names), np.vstack(tasks).astype(np.float32)
 
 
 # -- docs/envs.md -----------------------------------------------------------------------------

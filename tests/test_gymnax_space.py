@@ -568,3 +568,29 @@ def test_the_docs_table_lists_every_id_and_the_example_builds():
     params = env.default_params()
     fields = env_fields(params, FIELD_RULES["CartPole-v1"])
     assert fields["max_steps_in_episode"].kind == "int" and fields["length"].kind == "float"
+
+
+def test_named_test_sets_join_jaxued_levels_and_uniform_tasks_in_groups():
+    from envs.registry import TEST_SETS
+
+    env = make_env(
+        "gymnax",
+        id="CartPole-v1",
+        task={"length": [0.01, 10.01], "masspole": [0.01, 10.01]},
+        success_threshold=475,
+    )
+    provider = TEST_SETS.get("gymnax")
+    names, tasks = provider(env, "jaxued_eval+uniform(100)", 0)
+    assert tasks.shape == (201, 2) and len(names) == 201
+    # JaxUED's grid: logspace(log10 0.05, log10 10, 10) per dimension, then the default.
+    np.testing.assert_allclose(sorted(set(tasks[:100, 0])), np.geomspace(0.05, 10, 10), rtol=1e-6)
+    assert names[100] == "jaxued_eval/default"
+    np.testing.assert_allclose(tasks[100], [0.5, 0.1], rtol=1e-6)
+    assert all(n.startswith("uniform/") for n in names[101:])
+    again = provider(env, "jaxued_eval+uniform(100)", 0)[1]
+    np.testing.assert_array_equal(again, tasks)  # a fixed test set
+    assert provider(env, "default", 0)[0] == ("default/task",)
+    with pytest.raises(ConfigError, match="cannot read 'grid"):
+        provider(env, "jaxued_eval+grid(3)", 0)
+    with pytest.raises(ConfigError, match="leaves the task space"):
+        provider(env, "log_grid(0.001,10,3)", 0)
