@@ -55,7 +55,17 @@ COMMANDS = (
         "benchmark", "tools.benchmark", "teachers x challenges x seeds, resumable, with its report"
     ),
     Command(
+        "shootout",
+        "tools.shootout",
+        "which teacher helps on my env: every teacher, one report, pre-registered",
+    ),
+    Command(
         "report", "tools.report", "tables, statistics and figures of a benchmark's results.csv"
+    ),
+    Command(
+        "helps-where",
+        "tools.helps_where",
+        "which teacher helps where: one table over every space, from committed results",
     ),
     Command("risk", "tools.risk", "CVaR over sampled levels of finished runs' students"),
     Command("render-maze-levels", "tools.render_maze_levels", "draw a named set of held-out mazes"),
