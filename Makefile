@@ -31,6 +31,8 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow -n auto
 
+# PPO's throughput, then ALP-GMM's overhead against Random on the CartPole config
+# (bench-teachers' defaults) (docs/results/speed.md).
 bench: $(STAMP)
 	$(ACL) bench-ppo --out runs/bench_ppo.json
 	$(ACL) bench-teachers --out runs/bench_teachers.json

@@ -79,7 +79,7 @@ def test_a_missing_backend_names_its_extra(tmp_path, capsys, monkeypatch):
         )
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1
-    assert "needs tensorboardX: pip install acl-jax[tensorboard]" in err
+    assert "needs tensorboardX: pip install -e '.[tensorboard]'" in err
     assert compiled == [] and not (out / "metrics.csv").exists()
 
 

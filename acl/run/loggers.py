@@ -9,8 +9,9 @@ view of it, written from the host between chunks, after the run directory has th
 
 Each takes, per evaluation (x axis: env steps per seed), the metrics.csv columns averaged
 over seeds, the % mastered of every seed, and histograms of the tasks handed out and of
-the teacher's snapshot arrays. Both backends are optional extras (`pip install
-acl-jax[tensorboard]`, `acl-jax[wandb]`), imported only when asked for.
+the teacher's snapshot arrays. Both backends are optional extras, installed from a clone
+(`pip install -e '.[tensorboard]'`: tensorboardX; `pip install -e '.[wandb]'`), imported
+only when asked for.
 """
 
 from __future__ import annotations
@@ -77,7 +78,8 @@ class TensorBoardLogger:
             from tensorboardX import SummaryWriter
         except ImportError:
             raise ConfigError(
-                "logging to tensorboard needs tensorboardX: pip install acl-jax[tensorboard]"
+                "logging to tensorboard needs tensorboardX: pip install -e '.[tensorboard]' "
+                "in the clone"
             ) from None
         self.path = Path(run_dir) / TENSORBOARD_DIR
         self.task_names = tuple(task_names)
@@ -104,7 +106,9 @@ class WandbLogger:
         try:
             import wandb
         except ImportError:
-            raise ConfigError("logging to wandb needs wandb: pip install acl-jax[wandb]") from None
+            raise ConfigError(
+                "logging to wandb needs wandb: pip install -e '.[wandb]' in the clone"
+            ) from None
         self._wandb = wandb
         self.task_names = tuple(task_names)
         self._run = wandb.init(
