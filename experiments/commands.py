@@ -70,7 +70,9 @@ COMMANDS = (
     Command("risk", "tools.risk", "CVaR over sampled levels of finished runs' students"),
     Command("render-maze-levels", "tools.render_maze_levels", "draw a named set of held-out mazes"),
     Command(
-        "hparams-docs", "tools.hparams_docs", "regenerate docs/teachers.md, agents.md, envs.md"
+        "hparams-docs",
+        "tools.hparams_docs",
+        "regenerate docs/teachers.md, agents.md, envs.md, outputs.md",
     ),
     Command(
         "toy-bandit",

@@ -20,6 +20,10 @@ OUT_DIR/
                     out, the teacher's env steps outside training (`write_cell_arrays`; the
                     shoot-out's report reads them)
   results.csv       every finished cell, in suite order (schema: RESULT_COLUMNS)
+
+What each file, column, array and key means is documented beside its writer
+(RESULTS_DIR_FILES, acl.benchmark.stats.RESULT_FIELDS, CELL_ARRAYS, SUITE_FIELDS,
+BENCHMARK_PROVENANCE_FIELDS) and rendered into docs/outputs.md by `acl hparams-docs`.
 """
 
 from __future__ import annotations
@@ -49,10 +53,19 @@ from acl.config import (
 )
 from acl.core.errors import ConfigError
 from acl.run.checkpoint import Progress, RunCheckpoints
-from acl.run.results import CHECKPOINTS, provenance, test_set_cvar_values
+from acl.run.results import (
+    CHECKPOINTS,
+    PROVENANCE_FIELDS,
+    OutputField,
+    attribute_docs,
+    provenance,
+    require_documented,
+    test_set_cvar_values,
+)
 
 RESULT_COLUMNS = COLUMNS
-"""One row per (teacher, challenge, expert, seed, evaluation): the schema the report reads."""
+"""One row per (teacher, challenge, expert, seed, evaluation): the schema the report reads
+(its meanings: acl.benchmark.stats.RESULT_FIELDS)."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +104,19 @@ class SuiteConfig:
         teacher = dict(self.teachers)[label]
         return dataclasses.replace(self.base, name=f"{self.suite}_{label}", teacher=teacher)
 
+
+_SUITE_DOCS = attribute_docs(SuiteConfig)
+_SUITE_FORMS = {
+    "base": " A resolved config, as a run's config.yaml.",
+    "teachers": " In the file: {label: {name, keys...}}.",
+    "settings": " In the file: [{challenge, expert}].",
+    "students": " In the file: {label: agent overrides}.",
+}
+SUITE_FIELDS = tuple(
+    OutputField(f.name, _SUITE_DOCS.get(f.name, "") + _SUITE_FORMS.get(f.name, ""))
+    for f in dataclasses.fields(SuiteConfig)
+)
+"""suite.json's keys: the resolved suite (`SuiteConfig.to_dict`), one per SuiteConfig field."""
 
 _SUITE_KEYS = {
     "suite",
@@ -265,17 +291,48 @@ def per_task_record(trainer, metrics) -> dict:
         record["task_success_sampled"] = np.asarray(
             metrics.eval_success_sampled, np.float32
         ).tolist()
+    require_documented(record, PER_TASK_ARRAYS, "cells/*.npz")
     return record
 
 
-PER_TASK_FIELDS = (
-    "task_success",
-    "task_return",
-    "task_success_sampled",
-    "sampled_tasks",
-    "offline_env_steps",
+PER_TASK_ARRAYS = (
+    OutputField(
+        "task_success",
+        "[C, S, M] float16: share of each test task's greedy episodes that succeed.",
+    ),
+    OutputField("task_return", "[C, S, M]: mean return of each test task's greedy episodes."),
+    OutputField(
+        "task_success_sampled",
+        "[C, S, M, A] float16: whether each sampled-action episode succeeded (test task, attempt).",
+        "`eval.sampled_attempts` >= 1",
+    ),
+    OutputField(
+        "sampled_tasks",
+        "[C, S, L, D]: a subsample of the tasks handed out in each evaluation period "
+        "(`loop.task_log_size` of them), as a run's tasks.csv.",
+    ),
+    OutputField(
+        "offline_env_steps",
+        "[C, S]: env steps the teacher played outside training so far "
+        "(`Teacher.offline_env_steps`: SFL's evaluation rollouts; 0 for most teachers).",
+    ),
 )
+"""The chunk fields `per_task_record` adds, as `cells/*.npz` stacks them over evaluations."""
+PER_TASK_FIELDS = tuple(field.name for field in PER_TASK_ARRAYS)
 """The chunk fields `per_task_record` adds; `cells/*.npz` stacks them over chunks."""
+CELL_ARRAYS = (
+    *PER_TASK_ARRAYS,
+    OutputField("env_steps", "[C, S] int64: training env steps per seed at each evaluation."),
+    OutputField("test_tasks", "[M, D] float32: the test set."),
+    OutputField(
+        "test_names",
+        "[M] str: the test tasks' names (a named test set's; \"\" for a task-space set). A "
+        "name's part before \"/\" is its test group in the shoot-out's report.",
+    ),
+    OutputField("seeds", "[S]: the seeds."),
+)
+"""The arrays of cells/<teacher>__<setting>.npz (`write_cell_arrays`): C evaluations, S
+seeds, M test tasks, A sampled attempts, L logged tasks, D task dimensions."""
 
 
 def write_cell_arrays(path: Path, trainer, chunks: list[dict]) -> None:
@@ -296,6 +353,7 @@ def write_cell_arrays(path: Path, trainer, chunks: list[dict]) -> None:
     names = plan.test_task_names or ("",) * len(plan.test_tasks)
     arrays["test_names"] = np.asarray(names, dtype=str)
     arrays["seeds"] = np.asarray(trainer.seeds.first + np.arange(trainer.seeds.count))
+    require_documented(arrays, CELL_ARRAYS, "cells/*.npz")
     tmp = path.with_name(path.stem + ".tmp.npz")
     np.savez_compressed(tmp, **arrays)
     os.replace(tmp, path)
@@ -341,6 +399,134 @@ def cell_path(out: Path, label: str, spec: ChallengeSpec) -> Path:
     return out / "cells" / f"{label}__{spec.key}.csv"
 
 
+BENCHMARK_PROVENANCE_FIELDS = (
+    *(field for field in PROVENANCE_FIELDS if field.name != "resumed"),
+    OutputField("suite", "The suite's name."),
+    OutputField(
+        "cells",
+        "Per cell (`<teacher>__<setting>`), the session that computed it.",
+        fields=(
+            OutputField("git_commit", "The commit it ran at."),
+            OutputField("wall_seconds", "Its wall-clock seconds, compile included."),
+            OutputField(
+                "compile_seconds", "Of which compiling (0 once the teacher's program is compiled)."
+            ),
+            OutputField("finished", "When it finished (UTC, ISO 8601)."),
+            OutputField(
+                "copied_from",
+                "The no-expert cell it copies: the teacher ignores expert priors, so the "
+                "expert cell would run the same program on the same data.",
+                "instead of the others, for a copied cell",
+            ),
+        ),
+    ),
+    OutputField(
+        "earlier_sessions",
+        "The sessions before the latest, when a later one ran at another commit: the "
+        "finished cells keep the record of the session that ran them.",
+        "the results grew over sessions at different commits",
+        fields=tuple(
+            OutputField(name, "As the top-level key, for that session.")
+            for name in ("git_commit", "git_dirty", "argv", "versions")
+        ),
+    ),
+    OutputField(
+        "refused",
+        "The teachers the env cannot serve, each with its one-line reason.",
+        "`acl shootout`",
+    ),
+    OutputField(
+        "protocol",
+        "The pre-registered protocol the run follows (`acl.benchmark.shootout.check_protocol`).",
+        "`acl shootout --confirm`",
+        fields=(
+            OutputField("file", "The protocol file's name."),
+            OutputField("sha256", "Its hash."),
+            OutputField("commit", "The commit that last changed it."),
+            OutputField(
+                "decision_rule",
+                "The rule the report decides by (metric, test group, baseline, alpha, text).",
+            ),
+        ),
+    ),
+)
+"""A results directory's provenance.json (`run_suite`): a run's keys, and its cells'."""
+
+BENCHMARK_REPORT_FILES = (
+    OutputField(
+        "summary.md",
+        "Mean ± SE per teacher and setting with Welch's p against the baseline, the CVaR "
+        "tables, ranks, TeachMyAgent's findings (Markdown).",
+    ),
+    OutputField("summary.tex", "The mean ± SE table in LaTeX."),
+    OutputField(
+        "summary.json",
+        "The long summary table, the IQM CIs (with the seeds and settings they use), CVaR, "
+        "ranks, findings; provenance.json where `acl report` reads a results directory.",
+    ),
+    OutputField("iqm.png", "rliable's IQM per teacher with stratified-bootstrap CIs."),
+    OutputField("profiles.png", "rliable's performance profiles."),
+    OutputField("radar.png", "Each teacher's score per setting, as a radar."),
+    OutputField("curves.png", "Learning curves: % mastered against env steps, mean ± SE."),
+)
+"""`acl benchmark`'s report/ (acl.benchmark.report.REPORT_FILES; `acl report` writes the
+same files)."""
+SHOOTOUT_REPORT_FILES = (
+    OutputField(
+        "report.md",
+        "Per test group, each teacher's final % mastered, mean return, AUC, CVaR@0.1, "
+        "sampled solve rate, Welch's p (Holm-corrected), IQM, wall time and env steps; the "
+        "decision rule's verdicts; infeasible and trivial shares; the protocol check.",
+    ),
+    OutputField("report.json", "The same tables and decisions as JSON."),
+    OutputField("curves.png", "% mastered against env steps per test group, mean ± SE."),
+    OutputField("samples.png", "Where each teacher sampled, over the test tasks (2-D)."),
+    OutputField("iqm.png", "IQM per teacher on the decision rule's test group."),
+)
+"""`acl shootout`'s report/ (acl.benchmark.shootout.REPORT_FILES)."""
+
+RESULTS_DIR_FILES = (
+    OutputField(
+        "suite.json",
+        "The resolved suite config. A re-run with a different one is refused, except one "
+        "that only adds teachers (`grows`).",
+    ),
+    OutputField(
+        "provenance.json",
+        "What produced the results. Versions, git commit, devices, seeds, command line; each "
+        "cell's commit and time.",
+    ),
+    OutputField(
+        "results.csv",
+        "Every finished cell, in suite order. One row per (teacher, challenge, expert, seed, "
+        "evaluation).",
+    ),
+    OutputField(
+        "cells/<teacher>__<setting>.csv",
+        "One finished cell's rows. results.csv's columns; `<setting>` is the challenge, with "
+        "`+expert_<level>` for an expert setting. Restored from results.csv where missing.",
+    ),
+    OutputField(
+        "cells/<teacher>__<setting>.npz",
+        "One finished cell's per-test-task arrays. Written by `write_cell_arrays`; the "
+        "shoot-out's report reads them.",
+        "every setting but students",
+    ),
+    OutputField(
+        f"{CHECKPOINTS}/<teacher>__<setting>/",
+        "The carry of a cell that is running. Saved after every evaluation so that an "
+        "interrupted cell continues; deleted once the cell is written.",
+        "while a cell runs",
+    ),
+    OutputField(
+        "report/",
+        "The report's tables, statistics and figures (below).",
+        "the suite is complete (`acl benchmark`, `acl shootout` without --no-report)",
+    ),
+)
+"""The files of a results directory (`acl benchmark`, `acl shootout`: `run_suite`)."""
+
+
 def run_suite(
     suite: SuiteConfig,
     out: str | Path,
@@ -356,6 +542,7 @@ def run_suite(
     """
     out = Path(out)
     (out / "cells").mkdir(parents=True, exist_ok=True)
+    require_documented(suite.to_dict(), SUITE_FIELDS, "suite.json")
     resolved = json.dumps(suite.to_dict(), indent=2, sort_keys=True, default=str)
     suite_file = out / "suite.json"
     if suite_file.exists() and suite_file.read_text() != resolved:
@@ -375,6 +562,9 @@ def run_suite(
         # The cells finished before keep the record of the session that ran them.
         earlier = {k: prov[k] for k in ("git_commit", "git_dirty", "argv", "versions")}
         prov.setdefault("earlier_sessions", []).append(earlier)
+    require_documented(
+        {**current, **(record or {})}, BENCHMARK_PROVENANCE_FIELDS, "provenance.json"
+    )
     prov.update(current)
     prov.update(record or {})
     prov["suite"] = suite.suite

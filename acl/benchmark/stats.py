@@ -33,24 +33,45 @@ from acl.config import CHALLENGES
 from acl.config import EXPERT_LEVELS as EXPERTS
 from acl.core.errors import ConfigError
 from acl.core.risk import CVAR_ALPHAS
-from acl.run.results import mean_se
+from acl.run.results import OutputField, mean_se
 
 CVAR_COLUMNS = tuple(f"cvar_{a}" for a in CVAR_ALPHAS)
 """CVaR of per-task success over the test set at each alpha (acl.core.risk.test_set_cvar), per
 run and evaluation; NaN without at least 2 sampled attempts per test task."""
-COLUMNS = (
-    "suite",
-    "env",
-    "teacher",
-    "challenge",
-    "expert",
-    "seed",
-    "env_steps",
-    "pct_mastered",
-    "mean_return",
-    "train_return",
-    *CVAR_COLUMNS,
+RESULT_FIELDS = (
+    OutputField("suite", "The suite's name (`suite:`; a shoot-out's: its env config's name)."),
+    OutputField("env", "The env's registered name."),
+    OutputField("teacher", "The teacher's label: its key in the suite's `teachers:`."),
+    OutputField(
+        "challenge",
+        f"The challenge: one of {', '.join(CHALLENGES)} (acl.teachers.challenge; a "
+        "shoot-out's: default).",
+    ),
+    OutputField(
+        "expert", f"The expert knowledge the teacher is given: one of {', '.join(EXPERTS)}."
+    ),
+    OutputField("seed", "The seed."),
+    OutputField("env_steps", "Training env steps per seed at the evaluation."),
+    OutputField(
+        "pct_mastered",
+        "% of test tasks mastered (metrics.csv's eval_pct_mastered); the students setting: "
+        "the mean over its students.",
+    ),
+    OutputField("mean_return", "Mean greedy return over the test set (eval_mean_return)."),
+    OutputField("train_return", "Mean return of the training episodes of the evaluation period."),
+    *(
+        OutputField(
+            column,
+            f"CVaR at {alpha} of per-test-task success (metrics.csv's eval_{column}); empty "
+            "(NaN) with fewer than 2 sampled attempts per test task, or in files written "
+            "before the column existed.",
+        )
+        for alpha, column in zip(CVAR_ALPHAS, CVAR_COLUMNS, strict=True)
+    ),
 )
+"""results.csv's columns, one row per (teacher, challenge, expert, seed, evaluation): the
+schema every cell's table is built with (acl.benchmark.runner) and the report reads."""
+COLUMNS = tuple(field.name for field in RESULT_FIELDS)
 """results.csv's columns; the CVaR ones may be absent from older files (read as NaN)."""
 STRING_COLUMNS = ("suite", "env", "teacher", "challenge", "expert")
 RUN_KEYS = ["teacher", "challenge", "expert", "seed"]

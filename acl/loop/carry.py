@@ -76,25 +76,29 @@ class ChunkMetrics:
     """Metrics of one chunk (evaluation period) of one seed."""
 
     env_steps: jax.Array
-    """Env steps done by the end of the chunk."""
+    """Env steps done by the end of the chunk, per seed."""
     eval_pct_mastered: jax.Array
+    """Percentage of test tasks mastered: the mean return of a task's greedy episodes
+    beats the env's success threshold."""
     eval_mean_return: jax.Array
+    """Mean return over every greedy episode on the test set."""
     eval_solve_greedy: jax.Array
     """Per test task, [M]: share of its greedy episodes that succeed (`env.is_success`)."""
     eval_return: jax.Array
     """Per test task, [M]: mean return of its greedy episodes."""
     eval_solve_sampled: jax.Array | None
     """Per test task, [M]: share of its `eval.sampled_attempts` sampled-action episodes
-    that succeed; None without sampled attempts."""
+    that succeed. None without sampled attempts."""
     eval_return_sampled: jax.Array | None
-    """Per test task, [M]: mean return of its sampled-action episodes (or None)."""
+    """Per test task, [M]: mean return of its sampled-action episodes. None without
+    sampled attempts."""
     eval_success_sampled: jax.Array | None
     """[M, A]: whether each sampled-action episode succeeded (task, attempt), for the
     test set's CVaR (`acl.core.risk.test_set_cvar`); None without sampled attempts."""
     train_return: jax.Array
     """Mean return of the episodes completed in the chunk."""
     train_success: jax.Array
-    """Share of those episodes beating the success threshold."""
+    """Share of the episodes completed in the chunk that beat the success threshold."""
     episodes: jax.Array
     """Episodes completed in the chunk."""
     feedback_dropped: jax.Array

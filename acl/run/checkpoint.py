@@ -6,7 +6,7 @@ directory's files for that evaluation are written. It holds:
 - `carry`: every array of the loop carry (agent and optimiser, teacher state, env states,
   PRNG keys, the iteration counter), so the next chunk starts bit for bit where it would
   have;
-- `metrics`: the last evaluation's metrics, for the summary of a run resumed after its
+- `last_eval`: the last evaluation's metrics, for the summary of a run resumed after its
   last chunk;
 - `progress` (JSON): evaluations done, the byte sizes of metrics.csv and tasks.csv at that
   point, and the wall, compile and running seconds spent so far.
@@ -18,7 +18,8 @@ killed before its next save) are neither duplicated nor missing.
 Saves are asynchronous (orbax writes in a background thread while the next chunk runs)
 and atomic: orbax writes into a temporary directory and renames it when complete, and a
 directory that was never renamed is ignored, so a kill during a save leaves the previous
-checkpoint usable. The last `keep` checkpoints are kept.
+checkpoint usable. The last `keep` checkpoints are kept. CHECKPOINT_ITEMS documents
+them for docs/outputs.md.
 
 orbax refuses zero-size arrays (e.g. an empty recurrent state), so those leaves are not
 saved: they are taken from the template on restore, where they hold no value anyway.
@@ -26,6 +27,7 @@ saved: they are taken from the template on restore, where they hold no value any
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import signal
 import threading
@@ -42,7 +44,13 @@ import yaml
 
 from acl.config import ExperimentConfig, apply_overrides, parse_config
 from acl.core.errors import ConfigError
-from acl.run.results import CHECKPOINTS, git_commit, package_versions
+from acl.run.results import (
+    CHECKPOINTS,
+    OutputField,
+    attribute_docs,
+    git_commit,
+    package_versions,
+)
 
 SUMMARY_TIME_FIELDS = (
     "wall_seconds",
@@ -68,6 +76,30 @@ class Progress:
     """Of which compiling."""
     extra: dict = field(default_factory=dict)
     """Whatever else the caller needs to continue (JSON), e.g. a benchmark cell's rows."""
+
+
+_PROGRESS = attribute_docs(Progress)
+
+CHECKPOINT_ITEMS = (
+    OutputField(
+        "carry",
+        "Every non-empty array of the loop carry: agent and optimiser, teacher state, env "
+        "states, PRNG keys, the iteration counter (orbax, keyed by leaf index).",
+    ),
+    OutputField(
+        "last_eval",
+        "The last evaluation's chunk metrics, for the summary of a run resumed after its "
+        "last chunk.",
+    ),
+    OutputField(
+        "progress",
+        "Where the run stood (JSON).",
+        fields=tuple(
+            OutputField(f.name, _PROGRESS.get(f.name, "")) for f in dataclasses.fields(Progress)
+        ),
+    ),
+)
+"""The items of a checkpoint, RUN_DIR/checkpoints/<evaluations done>/ (`RunCheckpoints.save`)."""
 
 
 def _pack(tree: Any) -> dict[str, Any]:

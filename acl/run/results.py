@@ -10,23 +10,32 @@ RUN_DIR/
   summary.json       final figures and timings (schema: SUMMARY_KEYS)
   learning_curve.png % mastered vs env steps, mean +- SE over seeds
   agent_params.msgpack  final agent state of every seed (flax serialization)
+
+What each file, column and key means is documented here, beside its writer (RUN_FILES,
+METRICS_COLUMNS, TASKS_COLUMNS, SUMMARY_FIELDS, PROVENANCE_FIELDS, SNAPSHOT_ARRAYS), and
+rendered into docs/outputs.md by `acl hparams-docs`. The writers refuse a column or key
+that is not documented (`require_documented`), so the page cannot fall behind them.
 """
 
 from __future__ import annotations
 
+import ast
 import csv
+import inspect
 import json
 import math
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
 import time
 import zipfile
+from functools import cache
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
@@ -35,6 +44,8 @@ from flax import serialization
 
 from acl.core import run_files
 from acl.core.errors import ConfigError
+from acl.core.risk import CVAR_ALPHAS
+from acl.loop.carry import ChunkMetrics
 
 SUMMARY_KEYS = (
     "name",
@@ -254,6 +265,356 @@ def check_run_dir(path: str | Path, field_name: str = "--out") -> None:
 CHECKPOINTS = "checkpoints"
 """The folder of a run directory that holds its checkpoints (acl.run.checkpoint)."""
 
+
+# -- what each output means -------------------------------------------------------------
+# The tables below are the documentation of the run directory: `acl hparams-docs` renders
+# them into docs/outputs.md, and the writers check what they write against them.
+
+ALWAYS = "always"
+NAMED = "named test set (`eval.test_set`)"
+NAMED_SAMPLED = "named test set and `eval.sampled_attempts` >= 1"
+CVAR = "`eval.sampled_attempts` >= 2"
+TIME_LIMIT = "the run stopped at its time limit (`--max-minutes`)"
+SWEEP = "a run directory of `acl run --sweep`"
+
+
+class OutputField(NamedTuple):
+    """One documented file, column or key of an output, for docs/outputs.md."""
+
+    name: str
+    """The exact name, or a pattern whose `<placeholder>` parts stand for any text (a
+    test task's name, an agent metric's)."""
+    meaning: str
+    when: str = ALWAYS
+    """When the writer writes it."""
+    fields: tuple = ()
+    """The keys inside it (a JSON object, or each entry of a list of objects), documented
+    the same way; rendered as `name.key`."""
+
+    def matches(self, name: str) -> bool:
+        return _name_pattern(self.name).fullmatch(name) is not None
+
+
+@cache
+def _name_pattern(name: str) -> re.Pattern:
+    parts = re.split(r"<[^<>]+>", name)
+    return re.compile(".+".join(re.escape(part) for part in parts))
+
+
+def undocumented(names, fields) -> list[str]:
+    """The names in `names` that no field of `fields` documents (exactly or as a pattern)."""
+    return [name for name in names if not any(f.matches(name) for f in fields)]
+
+
+def require_documented(names, fields, what: str) -> None:
+    """ValueError naming the names that `fields` does not document: a writer calls it on
+    what it is about to write, so that an output cannot outgrow docs/outputs.md."""
+    missing = undocumented(names, fields)
+    if missing:
+        raise ValueError(
+            f"{what}: {', '.join(map(repr, missing))} not documented; add them to the table "
+            "beside its writer and run acl hparams-docs (docs/outputs.md)"
+        )
+
+
+def attribute_docs(cls) -> dict[str, str]:
+    """The docstring under each annotated attribute of a class's source (the dataclass
+    fields' docs), each on one line; {} where the source cannot be read."""
+    try:
+        tree = ast.parse(inspect.cleandoc("\n" + inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    docs = {}
+    for node, after in zip(body, body[1:]):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            docs[node.target.id] = " ".join(after.value.value.split())
+    return docs
+
+
+_CHUNK = attribute_docs(ChunkMetrics)
+"""ChunkMetrics' field docs: the meaning of the metrics.csv columns read from them."""
+
+
+def _per_task_doc(metric: str) -> str:
+    """The first sentence of ChunkMetrics.eval_<metric>'s doc, for one test task."""
+    doc = _CHUNK.get(f"eval_{metric}", "").removeprefix("Per test task, [M]: ")
+    first = doc.split(". ")[0].rstrip(".").replace(" its ", " the test task's ", 1)
+    return f"{first[:1].upper()}{first[1:]}."
+
+
+SE = "standard error over seeds (std with ddof 1 / sqrt(seeds); null for one seed)"
+
+METRICS_COLUMNS = (
+    OutputField("chunk", "The evaluation's index, from 0 (`loop.eval_every` env steps apart)."),
+    OutputField("seed", "The seed (`seed` + 0, 1, ... of the config)."),
+    OutputField("env_steps", _CHUNK.get("env_steps", "")),
+    OutputField("eval_pct_mastered", _CHUNK.get("eval_pct_mastered", "")),
+    OutputField("eval_mean_return", _CHUNK.get("eval_mean_return", "")),
+    OutputField("train_return", _CHUNK.get("train_return", "")),
+    OutputField("train_success", _CHUNK.get("train_success", "")),
+    OutputField("episodes", _CHUNK.get("episodes", "")),
+    OutputField("feedback_dropped", _CHUNK.get("feedback_dropped", "")),
+    OutputField("task_pool_overflow", _CHUNK.get("task_pool_overflow", "")),
+    OutputField(
+        "agent_<metric>",
+        f"{_CHUNK.get('agent_metrics', '')} One column per key of the metrics the agent's `update` "
+        "returns, in sorted order. PPO's and recurrent PPO's (acl/agents/ppo.py): approx_kl, "
+        "clip_frac, entropy, grad_norm, learning_rate, loss, policy_loss, value_loss; DQN's "
+        "(acl/agents/dqn.py): batch_reward, buffer_episodes, epsilon, grad_norm, loss, "
+        "q_mean, relabelled, td_abs.",
+    ),
+    *(
+        OutputField(
+            f"eval_{metric}",
+            f"The mean over the test tasks of `eval_{metric}/<test task>`.",
+            NAMED_SAMPLED if "sampled" in metric else NAMED,
+        )
+        for metric in PER_TASK_METRICS
+    ),
+    *(
+        OutputField(
+            f"eval_{metric}/<test task>",
+            f"{_per_task_doc(metric)} One column per test task, named by the test set "
+            "(summary.json's `test_set.names`).",
+            NAMED_SAMPLED if "sampled" in metric else NAMED,
+        )
+        for metric in PER_TASK_METRICS
+    ),
+    *(
+        OutputField(
+            f"eval_cvar_{alpha}",
+            f"CVaR at {alpha} of per-test-task success: the mean sampled-action success on "
+            f"the worst {alpha:.0%} of the test tasks, ranked on the even attempts and "
+            "measured on the odd ones (`acl.core.risk.test_set_cvar`).",
+            CVAR,
+        )
+        for alpha in CVAR_ALPHAS
+    ),
+)
+"""metrics.csv's columns, in the order `acl.run.experiment` writes them: one row per
+(evaluation, seed), appended after each evaluation."""
+
+TASKS_COLUMNS = (
+    OutputField("chunk", "The evaluation period the task was handed out in (metrics.csv's)."),
+    OutputField("seed", "The seed."),
+    OutputField(
+        "<task dimension>",
+        "The task's value in one dimension; the columns are named by the env's task space "
+        "(`task_space.names`, else task_0, task_1, ...).",
+    ),
+)
+"""tasks.csv's columns: `loop.task_log_size` tasks per seed and evaluation period, a
+subsample of those handed out."""
+
+SNAPSHOT_ARRAYS = (
+    OutputField(
+        "<key>",
+        "One array per entry of the dict the teacher's `snapshot(state)` returns, with a "
+        "leading seed axis [S, ...]; each teacher has its own (ALP-GMM: weights, means, "
+        "covariances, alp, active, ...; random: episodes_seen). "
+        "`acl.run.snapshots.load_teacher_snapshots` stacks them over evaluations.",
+    ),
+)
+"""The arrays of teacher/eval_<chunk>.npz."""
+
+PROVENANCE_FIELDS = (
+    OutputField(
+        "versions",
+        "Installed version of each package that computes the results (null where missing).",
+        fields=tuple(OutputField(name, f"{name}'s version.") for name in PACKAGES),
+    ),
+    OutputField("python", "Python's version."),
+    OutputField("git_commit", 'The checked-out commit of the code, or "unknown".'),
+    OutputField(
+        "git_dirty",
+        "Whether tracked files differed from that commit (the output directory left out); "
+        "null outside a git checkout.",
+    ),
+    OutputField("device", 'JAX\'s devices, e.g. ["cpu:0"] or ["cuda:0"].'),
+    OutputField("platform", "JAX's backend: cpu, gpu or tpu."),
+    OutputField("seeds", "The seeds run."),
+    OutputField("argv", "The command line (the script relative to the repository)."),
+    OutputField(
+        "resumed",
+        "One entry per `acl run --resume` session.",
+        "the run was resumed",
+        fields=(
+            OutputField("time", "When the session started (UTC, ISO 8601)."),
+            OutputField("git_commit", "The session's commit."),
+            OutputField("git_dirty", "Whether its checkout had changes."),
+        ),
+    ),
+)
+"""provenance.json's keys: what produced the run (`provenance`, `RunDir.record_resume`)."""
+
+_PER_TASK_SUMMARY = {
+    "solve_sampled": "solve rate of the sampled-action episodes",
+    "solve_greedy": "solve rate of the greedy episodes",
+    "return": "mean return of the greedy episodes",
+    "return_sampled": "mean return of the sampled-action episodes",
+}
+
+SUMMARY_FIELDS = (
+    OutputField("name", "The config's name."),
+    OutputField("env", "The env's registered name."),
+    OutputField("teacher", "The teacher's registered name."),
+    OutputField("agent", "The agent's registered name."),
+    OutputField("seeds", "The seeds run."),
+    OutputField("env_steps", "Env steps per seed at the last evaluation."),
+    OutputField(
+        "final_pct_mastered_mean",
+        "Final % mastered (metrics.csv's last evaluation), mean over seeds.",
+    ),
+    OutputField("final_pct_mastered_se", f"Its {SE}."),
+    OutputField("final_mean_return_mean", "Final mean test return, mean over seeds."),
+    OutputField("final_mean_return_se", f"Its {SE}."),
+    OutputField("final_pct_mastered_per_seed", "Final % mastered of each seed, in `seeds` order."),
+    OutputField("final_mean_return_per_seed", "Final mean test return of each seed."),
+    OutputField("wall_seconds", "Wall-clock seconds, compile included, over every session."),
+    OutputField("compile_seconds", "Of which compiling."),
+    OutputField(
+        "env_steps_per_second",
+        "Env steps of all seeds per second of running (wall minus compile).",
+    ),
+    OutputField("test_tasks", "Number of test tasks."),
+    OutputField("devices", "Devices the seeds were split over."),
+    OutputField(
+        "stopped_at_time_limit", "true: the run ended before its planned env steps.", TIME_LIMIT
+    ),
+    OutputField("planned_env_steps", "The env steps per seed the config asked for.", TIME_LIMIT),
+    OutputField(
+        "projected_seconds_full_run",
+        "The full run's projected seconds at the measured speed, compile included.",
+        TIME_LIMIT,
+    ),
+    OutputField(
+        "test_set",
+        "The named test set.",
+        NAMED,
+        fields=(
+            OutputField("spec", "`eval.test_set` as configured."),
+            OutputField("names", "The test tasks' names, in order."),
+            OutputField("episode_steps", "Steps per evaluation episode (`max_episode_steps`)."),
+            OutputField(
+                "greedy_episodes", "Greedy episodes per test task (`eval.episodes_per_task`)."
+            ),
+            OutputField(
+                "sampled_attempts",
+                "Sampled-action episodes per test task (`eval.sampled_attempts`).",
+            ),
+        ),
+    ),
+    *(
+        OutputField(
+            f"final_{metric}_{stat}",
+            f"Final {text}, mean over test tasks; "
+            + ("mean over seeds." if stat == "mean" else f"its {SE}."),
+            NAMED_SAMPLED if "sampled" in metric else NAMED,
+        )
+        for metric, text in _PER_TASK_SUMMARY.items()
+        for stat in ("mean", "se")
+    ),
+    OutputField(
+        "final_per_test_task",
+        "Per test task (keyed by name), its final figures over seeds.",
+        NAMED,
+        fields=(
+            OutputField(
+                "<test task>.<metric>_mean",
+                f"Mean over seeds of the task's metric ({', '.join(PER_TASK_METRICS)}: as "
+                "the `final_<metric>_mean` keys).",
+            ),
+            OutputField("<test task>.<metric>_se", f"Its {SE}."),
+        ),
+    ),
+    *(
+        OutputField(
+            f"final_cvar_{alpha}_{stat}",
+            f"Final CVaR at {alpha} of per-test-task success (metrics.csv's "
+            f"`eval_cvar_{alpha}`); " + ("mean over seeds." if stat == "mean" else f"its {SE}."),
+            CVAR,
+        )
+        for alpha in CVAR_ALPHAS
+        for stat in ("mean", "se")
+    ),
+    OutputField(
+        "sweep",
+        "The run's combination.",
+        SWEEP,
+        fields=(
+            OutputField("index", "Its index among the sweep's combinations."),
+            OutputField("values", "The swept keys' values, {key: value}."),
+        ),
+    ),
+    OutputField(
+        "diverged",
+        "Why the combination's training diverged.",
+        f"{SWEEP} whose loss or return became non-finite",
+    ),
+)
+"""summary.json's keys (`acl.run.experiment.run_summary`); SUMMARY_KEYS must be there."""
+
+RUN_FILES = (
+    OutputField(
+        "config.yaml",
+        "The resolved config. Every section with its defaults filled in; `--resume` and "
+        "`acl evaluate` read it back.",
+    ),
+    OutputField(
+        "provenance.json",
+        "What produced the run. Package versions, git commit, devices, seeds, command line.",
+    ),
+    OutputField(
+        "metrics.csv",
+        "One row per (evaluation, seed). Appended after each evaluation, so it grows while "
+        "the run goes on.",
+    ),
+    OutputField(
+        "tasks.csv",
+        "Tasks handed out in each evaluation period. A subsample: `loop.task_log_size` per "
+        "seed and period.",
+    ),
+    OutputField(
+        "teacher/eval_<chunk>.npz",
+        "The teacher's internals at each evaluation. One file per evaluation (eval_0000.npz, "
+        "eval_0001.npz, ...), arrays with a leading seed axis.",
+    ),
+    OutputField("summary.json", "Final figures and timings.", "the run finished"),
+    OutputField(
+        "learning_curve.png",
+        "% mastered against env steps. Mean ± SE over seeds.",
+        "the run finished",
+    ),
+    OutputField(
+        AGENT_FILE,
+        "The final agent state of every seed. Flax serialization; `RunDir.load_agents` "
+        "reads it back.",
+        "the run finished",
+    ),
+    OutputField(
+        f"{CHECKPOINTS}/<evaluations done>/",
+        "The loop carry at an evaluation, for `--resume`. Saved with orbax "
+        "(acl.run.checkpoint); the newest `loop.keep_checkpoints` are kept.",
+        "`loop.checkpoint_every` > 0 (default 1), or the run stopped early",
+    ),
+    OutputField(
+        "tensorboard/", "TensorBoard event files. They mirror metrics.csv.", "`--log tensorboard`"
+    ),
+    OutputField(
+        "wandb/",
+        "An offline Weights & Biases run. `wandb sync` uploads it.",
+        "`--log wandb`",
+    ),
+)
+"""The files of a run directory (`acl run`, `run_experiment`)."""
+
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 
 
@@ -300,7 +661,9 @@ class RunDir:
 
     def write_config(self, config_dict: dict, seeds: list[int]) -> None:
         (self.path / run_files.CONFIG_FILE).write_text(yaml.safe_dump(config_dict, sort_keys=False))
-        (self.path / "provenance.json").write_text(json.dumps(provenance(seeds), indent=2))
+        record = provenance(seeds)
+        require_documented(record, PROVENANCE_FIELDS, "provenance.json")
+        (self.path / "provenance.json").write_text(json.dumps(record, indent=2))
         for name in ("metrics.csv", "tasks.csv"):
             (self.path / name).unlink(missing_ok=True)
 
@@ -326,6 +689,7 @@ class RunDir:
         file.write_text(json.dumps(record, indent=2))
 
     def append_metrics(self, rows: list[dict]) -> None:
+        require_documented(rows[0], METRICS_COLUMNS, "metrics.csv")
         file = self.path / "metrics.csv"
         new = not file.exists()
         with file.open("a", newline="") as f:
@@ -338,12 +702,14 @@ class RunDir:
         self, chunk: int, seeds: list[int], tasks: np.ndarray, names: tuple[str, ...]
     ) -> None:
         """tasks [S, K, D] handed out during evaluation period `chunk`."""
+        header = ["chunk", "seed", *names]
+        require_documented(header, TASKS_COLUMNS, "tasks.csv")
         file = self.path / "tasks.csv"
         new = not file.exists()
         with file.open("a", newline="") as f:
             writer = csv.writer(f)
             if new:
-                writer.writerow(["chunk", "seed", *names])
+                writer.writerow(header)
             for seed, seed_tasks in zip(seeds, tasks):
                 for task in seed_tasks:
                     writer.writerow([chunk, seed, *(f"{x:.6g}" for x in task)])
@@ -358,6 +724,7 @@ class RunDir:
         missing = [k for k in SUMMARY_KEYS if k not in summary]
         if missing:
             raise ValueError(f"summary lacks {missing}")
+        require_documented(summary, SUMMARY_FIELDS, "summary.json")
         # Strict JSON: an SE over one seed is NaN, which json.dumps would write as the
         # non-standard token NaN that other readers reject; it is written as null.
         (self.path / "summary.json").write_text(
