@@ -380,7 +380,7 @@ SPACES = (
         SHOOTOUT_CLAUSE,
     ),
     Space(
-        "[quick suite](teachmyagent_eight.md#results-confirmatory-2026-12-04) on "
+        "[quick suite](teachmyagent_eight.md#results-confirmatory) on "
         "`point_reach`, eight teachers, `default` challenge",
         "TeachMyAgent's protocol, on our space",
         benchmark("benchmark_quick"),
