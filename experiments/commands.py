@@ -70,6 +70,9 @@ COMMANDS = (
     Command("risk", "tools.risk", "CVaR over sampled levels of finished runs' students"),
     Command("render-maze-levels", "tools.render_maze_levels", "draw a named set of held-out mazes"),
     Command(
+        "render-docs", "tools.render_docs", "re-render the docs' blocks from committed results"
+    ),
+    Command(
         "hparams-docs",
         "tools.hparams_docs",
         "regenerate docs/teachers.md, agents.md, envs.md, outputs.md",

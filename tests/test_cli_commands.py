@@ -32,6 +32,7 @@ SHARED = {
     "helps-where": {"--out"},
     "risk": {"--out", "--no-progress"},
     "render-maze-levels": {"--out"},
+    "render-docs": set(),
     "hparams-docs": {"--out"},
     "toy-bandit": {"--set", "--seeds", "--out", "--no-progress"},
     "reference-teachers": {"--seeds", "--out", "--no-progress"},
