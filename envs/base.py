@@ -311,6 +311,10 @@ class LevelTaskEnv(TaskEnv):
     """Whether `edit_tasks` makes small edits of levels (ACCEL)."""
     has_level_editor: bool = False
     """Whether `level_editor` builds a level editor env (PAIRED)."""
+    uniform_levels: bool = False
+    """Whether `sample_tasks` draws uniformly over `task_space`: then a teacher working in
+    other coordinates (a challenge's unit cube) draws the same levels uniformly in its
+    own (acl.teachers.plr.fresh_levels)."""
 
     @property
     def task_dim(self) -> int:

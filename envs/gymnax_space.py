@@ -674,6 +674,11 @@ class GymnaxSpace(GymnaxTaskEnv, LevelTaskEnv):
         )
 
     @property
+    def uniform_levels(self) -> bool:
+        """The default generator is uniform over the box; a user's may not be."""
+        return self.generator is None
+
+    @property
     def task_space(self) -> Box:
         return self._task_space
 

@@ -397,3 +397,27 @@ def test_accel_runs_in_the_loop():
     assert sum(batches) == trainer.schedule.iterations_per_chunk and batches[0] >= 1
     assert 0 < int(snapshot["size"][0]) <= 16
     assert all(np.isfinite(np.asarray(v, np.float64)).all() for v in snapshot.values())
+
+
+def test_level_teachers_under_a_challenge_draw_the_envs_levels_or_refuse():
+    """acl benchmark and acl shootout wrap teachers in a challenge, whose unit cube is not
+    the env's box: a uniform generator's levels are then drawn uniformly in the cube (the
+    same levels), never the env's coordinates read as the cube's (which piled every level
+    on the box's upper faces); a non-uniform generator is refused in one line."""
+    import dataclasses
+
+    from acl.build import build_components
+    from acl.config import ComponentConfig, load_config
+
+    peer = load_config("experiments/configs/peer_cartpole.yaml")
+    for name in ("dr", "plr", "robust_plr"):
+        config = dataclasses.replace(peer, teacher=ComponentConfig(name, {}))
+        teacher = build_components(config, challenged=True).teacher
+        state = teacher.init(jax.random.PRNGKey(0), teacher.default_params())
+        _, tasks, _ = teacher.sample(state, jax.random.PRNGKey(1), 512)
+        levels = np.asarray(tasks[:, :2])
+        assert levels.min() >= 0.01 and levels.max() <= 10.01
+        assert (levels < 10.0).mean() > 0.99 and abs(levels.mean() - 5.01) < 0.5, name
+    xland = load_config("experiments/configs/xland_dr.yaml")
+    with pytest.raises(ConfigError, match="levels are not uniform: run it without a challenge"):
+        build_components(xland, challenged=True)

@@ -149,6 +149,38 @@ class DRParams:
     num_walls: jax.Array = hparam(None, kind="int", low=0, doc=NUM_WALLS_DOC)
 
 
+def on_env_space(task_space: Box, env: LevelTaskEnv) -> bool:
+    """Whether a teacher's task space is the env's, so that the env's levels are its
+    tasks as they are (under a challenge it is the unit cube, which the wrapper maps)."""
+    return (task_space.low, task_space.high) == (env.task_space.low, env.task_space.high)
+
+
+def check_fresh_levels(name: str, task_space: Box, env: LevelTaskEnv, edits: bool) -> None:
+    """ConfigError where `fresh_levels` cannot draw the env's levels: off the env's space
+    (under a challenge) with a generator that is not uniform over the env's box, or with
+    level edits, which act on the env's own coordinates."""
+    if on_env_space(task_space, env):
+        return
+    checks.check(
+        env.uniform_levels and not edits,
+        f"teacher {name}: its task space is not the env's (a challenge's unit cube, as acl "
+        f"benchmark runs teachers) and {type(env).__name__}'s "
+        + ("level edits act on the env's own tasks" if edits else "levels are not uniform")
+        + ": run it without a challenge (acl run)",
+    )
+
+
+def fresh_levels(
+    task_space: Box, env: LevelTaskEnv, key: jax.Array, n: int, num_walls: jax.Array
+) -> jax.Array:
+    """[n, D] new levels in the teacher's coordinates: the env's generator on the env's
+    space; uniform over the teacher's space otherwise, where the env's generator is
+    uniform too (`check_fresh_levels`), so the levels are the same in distribution."""
+    if on_env_space(task_space, env):
+        return env.sample_tasks(key, n, num_walls).astype(jnp.float32)
+    return task_space.sample_uniform(key, n)
+
+
 @dataclass(frozen=True)
 class DRTeacher(CountingTeacher):
     """Domain randomisation: every level fresh from the env's generator."""
@@ -168,13 +200,15 @@ class DRTeacher(CountingTeacher):
             methods=("sample_tasks",),
         )
         hparams.validate_fields(self, "teacher")
+        check_fresh_levels("dr", self.task_space, self.env, edits=False)
         object.__setattr__(self, "hyper", _with_num_walls(self.hyper, self.env))
 
     def default_params(self) -> DRParams:
         return hparams.leaves(self.hyper)
 
     def sample(self, state: CountingState, key: jax.Array, n: int):
-        return state, self.env.sample_tasks(key, n, state.params.num_walls), default_info(n)
+        tasks = fresh_levels(self.task_space, self.env, key, n, state.params.num_walls)
+        return state, tasks, default_info(n)
 
 
 # -- rollout scores --------------------------------------------------------------------
@@ -365,6 +399,7 @@ class PLRTeacher(Teacher):
                 "declares none",
             )
         hparams.validate_fields(self, "teacher")
+        check_fresh_levels(name, self.task_space, self.env, edits=bool(self.num_edits))
         object.__setattr__(self, "hyper", _with_num_walls(self.hyper, self.env))
 
     @property
@@ -436,7 +471,7 @@ class PLRTeacher(Teacher):
         return state.replace(kind=kind.astype(jnp.int32)), tasks, info
 
     def _new_batch(self, state: PLRState, key: jax.Array, n: int):
-        return state, self.env.sample_tasks(key, n, state.params.num_walls).astype(jnp.float32)
+        return state, fresh_levels(self.task_space, self.env, key, n, state.params.num_walls)
 
     def _replay_batch(self, state: PLRState, key: jax.Array, n: int):
         """n draws by the replay weights, one after another: each draw marks its level as

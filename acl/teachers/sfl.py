@@ -76,6 +76,7 @@ from acl.core.spaces import Box
 from acl.core.types import Feedback, default_info, episode_returns
 from acl.teachers import checks
 from acl.teachers.base import TEACHERS, RunContext, Teacher, UpdateContext, class_factory
+from acl.teachers.plr import check_fresh_levels
 from envs.base import LevelTaskEnv, TaskEnv, random_tasks
 
 # -- learnability ------------------------------------------------------------------------
@@ -227,6 +228,8 @@ class SFLTeacher(Teacher):
                 f"limit ({limit}): a level whose episode runs out of time would finish one "
                 "episode at most, so p would be 0 or 1 and its learnability p (1 - p) 0"
             )
+        if isinstance(self.env, LevelTaskEnv):
+            check_fresh_levels("sfl", self.task_space, self.env, edits=False)
         if self.hyper.num_walls is None:
             walls = int(self.env.num_walls) if self.generates else 0
             object.__setattr__(self, "hyper", self.hyper.replace(num_walls=walls))
