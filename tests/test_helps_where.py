@@ -114,23 +114,26 @@ def fake_report(path, teachers, rule_group="jaxued_eval"):
 
 @pytest.fixture
 def root(tmp_path):
-    """A root whose experiments/results holds the committed results (linked) and an
-    empty shootout/ folder of its own."""
+    """A root whose experiments/results holds the committed results (linked), but for
+    the shoot-out of peer_pendulum, left pending for the tests to fill in."""
     results = tmp_path / "experiments" / "results"
     results.mkdir(parents=True)
     for entry in (ROOT / "experiments" / "results").iterdir():
         if entry.name != "shootout":
             (results / entry.name).symlink_to(entry)
     (results / "shootout").mkdir()
+    for entry in (ROOT / "experiments" / "results" / "shootout").iterdir():
+        if entry.name not in ("peer_pendulum", "xland"):
+            (results / "shootout" / entry.name).symlink_to(entry)
     return tmp_path
 
 
 def test_a_pending_row_fills_in_when_its_report_appears(root, tmp_path):
     before = hw.render(root)
     assert before == hw.render()  # the same files, the same page
-    assert row_of(before, "peer_cartpole")[2] == hw.PENDING
+    assert row_of(before, "peer_pendulum")[2] == hw.PENDING
 
-    report = root / "experiments/results/shootout/peer_cartpole/report/report.json"
+    report = root / "experiments/results/shootout/peer_pendulum/report/report.json"
     fake_report(
         report,
         {
@@ -140,7 +143,7 @@ def test_a_pending_row_fills_in_when_its_report_appears(root, tmp_path):
         },
     )
     after = hw.render(root)
-    cells = row_of(after, "peer_cartpole")
+    cells = row_of(after, "peer_pendulum")
     assert cells[2] == "2,097,152 env steps; 16 seeds"
     assert cells[3] == "final % mastered, test group `jaxued_eval`"  # the rule's group
     assert cells[4] == "**ALP-GMM**: 70.0 ± 4.0 vs Random 40.0 ± 5.0"
@@ -149,8 +152,8 @@ def test_a_pending_row_fills_in_when_its_report_appears(root, tmp_path):
     assert "helping: ALP-GMM" in cells[7]
     # Only that row changed; the other pending rows still wait.
     changed = [k for k, v in rows(after).items() if rows(before)[k] != v]
-    assert len(changed) == 1 and "peer_cartpole" in changed[0]
-    assert row_of(after, "peer_acrobot")[2] == hw.PENDING
+    assert len(changed) == 1 and "peer_pendulum" in changed[0]
+    assert row_of(after, "xland")[2] == hw.PENDING
 
 
 def test_a_report_whose_best_teacher_does_not_pass_the_rule(root):

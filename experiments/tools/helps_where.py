@@ -362,10 +362,13 @@ SPACES = (
         "gain is the few learnable goals it replays",
     ),
     Space(
-        "`peer_cartpole`: CartPole's UED space",
+        "[`peer_cartpole`](peer_spaces.md#cartpole): CartPole's UED space",
         "JaxUED (`gymnax/cartpole.py`)",
         shootout("peer_cartpole"),
-        SHOOTOUT_CLAUSE,
+        "helping: {helping}. Every test task is feasible (the scripted controller solves "
+        "all); PLR and robust PLR do worse than Random: they replay long, heavy poles, "
+        "while JaxUED's log grid is mostly short, light ones; ALP-GMM and Covar-GMM never "
+        "fitted (their default fits every 150 updates, the run has 64)",
     ),
     Space(
         "`peer_acrobot`: Acrobot's UED space",
