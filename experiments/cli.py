@@ -53,6 +53,22 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see {self.prog} --help)\n")
 
 
+def write_generated(path: Path, text: str, command: str, check: bool) -> bool:
+    """Write a generated page, or with `check` only compare it; returns whether it was
+    stale (printed on stderr under `check`, naming the command that regenerates it)."""
+    resolved = path.resolve()
+    shown = resolved.relative_to(ROOT) if resolved.is_relative_to(ROOT) else path
+    stale = not path.is_file() or path.read_text() != text
+    if check:
+        if stale:
+            print(f"{shown} is out of date: run {command}", file=sys.stderr)
+        return stale
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    print(f"wrote {shown}")
+    return stale
+
+
 def one_line_errors(main: Callable[..., int]) -> Callable[..., int]:
     """Wrap a command's `main`: a `ConfigError` it raises is one line on stderr, exit
     code 2 (the field-naming message, no traceback)."""

@@ -46,12 +46,12 @@ REPORT_FILES = (
 )
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
     """Plain JSON values: numpy scalars unwrapped, NaN/inf as null (JSON has no NaN)."""
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
@@ -121,7 +121,7 @@ def write_report(
         "ranks": None if ranked is None else ranked.reset_index(names="teacher").to_dict("records"),
         "provenance": provenance,
     }
-    paths["summary.json"].write_text(json.dumps(_jsonable(document), indent=2))
+    paths["summary.json"].write_text(json.dumps(jsonable(document), indent=2))
     for name, fig in (
         ("iqm.png", plot_iqm(iqm)),
         ("profiles.png", plot_profiles(taus, profiles, cis)),

@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from acl.benchmark.report import jsonable
 from acl.benchmark.runner import (
     RESULT_COLUMNS,
     SuiteConfig,
@@ -190,7 +191,7 @@ def record_pilot(log: Path, suite: SuiteConfig, out: Path, results: pd.DataFrame
         "out": str(out),
         "suite": suite.to_dict(),
         "results": {
-            teacher: dict(zip(("mean", "se"), map(_plain, mean_se(rows["pct_mastered"]))))
+            teacher: dict(zip(("mean", "se"), map(jsonable, mean_se(rows["pct_mastered"]))))
             for teacher, rows in final.groupby("teacher", sort=False)
         },
     }
@@ -278,7 +279,7 @@ def write_protocol(
         "suite": suite.to_dict(),
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(_plain(protocol), sort_keys=False, width=100))
+    path.write_text(yaml.safe_dump(jsonable(protocol), sort_keys=False, width=100))
     return protocol
 
 
@@ -335,7 +336,7 @@ def check_protocol(path: Path, suite: SuiteConfig, require_commit: bool = True) 
     # Both sides resolved with today's defaults: a key added to the library since, at its
     # default, is no change.
     registered = parse_suite(protocol["suite"]).to_dict()
-    difference = first_difference(_plain(registered), _plain(suite.to_dict()))
+    difference = first_difference(jsonable(registered), jsonable(suite.to_dict()))
     if difference:
         raise ConfigError(
             f"--confirm: the run differs from protocol {path} at {difference}; a protocol "
@@ -963,7 +964,7 @@ def write_shootout_report(
         "protocol_check": summary.protocol,
         "feasibility": summary.feasibility.to_dict(orient="records"),
     }
-    paths["report.json"].write_text(json.dumps(_plain(document), indent=2))
+    paths["report.json"].write_text(json.dumps(jsonable(document), indent=2))
     tables = summary.tables
     decisive = tables.get(summary.rule.test_group, tables[list(tables)[-1]])
     figures = (
@@ -989,16 +990,3 @@ def task_names(out: Path) -> list[str]:
     suite = json.loads((Path(out) / "suite.json").read_text())
     task = suite["base"]["env"].get("task")
     return list(task) if isinstance(task, dict) else []
-
-
-def _plain(value: Any) -> Any:
-    """JSON/YAML-safe values: numpy scalars unwrapped, tuples as lists, NaN as None."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from experiments.cli import ROOT, CommandParser, one_line_errors
+from experiments.cli import ROOT, CommandParser, one_line_errors, write_generated
 
 PAGE = ROOT / "docs" / "results" / "helps_where.md"
 RESULTS = Path("experiments") / "results"
@@ -599,26 +599,12 @@ def parser() -> CommandParser:
     return parser
 
 
-def _shown(path: Path) -> Path:
-    resolved = path.resolve()
-    return resolved.relative_to(ROOT) if resolved.is_relative_to(ROOT) else path
-
-
 @one_line_errors  # a malformed result file
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     text = render(Path(args.root))
-    out = Path(args.out)
-    if args.check:
-        if not out.is_file() or out.read_text() != text:
-            print(f"{_shown(out)} is out of date: run acl helps-where", file=sys.stderr)
-            return 1
-        return 0
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
-    print(f"wrote {_shown(out)}")
-    return 0
-
+    stale = write_generated(Path(args.out), text, "acl helps-where", args.check)
+    return 1 if args.check and stale else 0
 
 if __name__ == "__main__":
     sys.exit(main())

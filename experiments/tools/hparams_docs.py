@@ -41,7 +41,7 @@ from envs.base import (
     TaskEnv,
     TokenObservation,
 )
-from experiments.cli import ROOT, CommandParser
+from experiments.cli import ROOT, CommandParser, write_generated
 
 DOCS = ROOT / "docs"
 SKIP = ("task_space", "context")
@@ -585,17 +585,7 @@ def main(argv=None) -> int:
         cli.error("--plugins: name an --out folder; docs/ documents the built-ins alone")
     stale = 0
     for name, text in pages(args.plugins).items():
-        path = out / name
-        # docs/teachers.md rather than the whole path, for the pages of the repository.
-        shown = path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path
-        if args.check:
-            if not path.exists() or path.read_text() != text:
-                print(f"{shown} is out of date: run acl hparams-docs", file=sys.stderr)
-                stale += 1
-            continue
-        out.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        print(f"wrote {shown}")
+        stale += write_generated(out / name, text, "acl hparams-docs", args.check) and args.check
     return 1 if stale else 0
 
 
