@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from acl.benchmark import shootout as so
+from acl.benchmark.runner import parse_suite
 from acl.config import load_config
 from acl.core.errors import ConfigError
 from experiments.tools import shootout as cli
@@ -259,3 +260,22 @@ def test_the_notebook_shows_a_shootout_and_writes_nothing_into_it(finished, monk
     assert "could not be checked" in shown  # the record names no commit
     assert count_images(nb) == 2  # the curves and the samples
     assert {p: p.stat().st_mtime_ns for p in results.rglob("*")} == before
+
+
+def test_native_space_runs_level_teachers_on_a_generator_that_is_not_uniform():
+    """XLand's rulesets are not uniform over a box, so DR and PLR cannot draw them in the
+    default challenge's unit cube: refused there (pointing at --native-space), accepted on
+    the env's own space, where the suite says so and a protocol of the other kind differs."""
+    xland = load_config("experiments/configs/xland_dr.yaml")
+    teachers = so.parse_teachers(["dr", "plr"])
+    with pytest.raises(ConfigError, match="no teacher can run.*acl shootout --native-space"):
+        so.shootout_suite(xland, teachers, (100, 2))
+    suite, refused = so.shootout_suite(xland, so.parse_teachers(["random", "plr"]), (100, 2))
+    assert [r.label for r in refused] == ["plr"]
+    native, refused = so.shootout_suite(xland, teachers, (100, 2), challenged=False)
+    assert refused == () and [label for label, _ in native.teachers] == ["dr", "plr"]
+    assert native.to_dict()["challenged"] is False and "challenged" not in suite.to_dict()
+    # The suite file reads back as it was written; other settings have no native space.
+    assert parse_suite(native.to_dict()) == native
+    with pytest.raises(ConfigError, match="only the default setting"):
+        parse_suite({**native.to_dict(), "settings": ["default", "rugged"]})

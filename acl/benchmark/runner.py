@@ -52,6 +52,7 @@ from acl.config import (
     parse_config,
 )
 from acl.core.errors import ConfigError
+from acl.loop.train import RunData
 from acl.run.checkpoint import Progress, RunCheckpoints
 from acl.run.results import (
     CHECKPOINTS,
@@ -88,6 +89,11 @@ class SuiteConfig:
     students: tuple[tuple[str, dict], ...] = ()
     """(label, agent overrides) for the "students" setting; an `env` mapping among the
     overrides changes env kwargs instead (a different body, for Stump Tracks)."""
+    challenged: bool = True
+    """Teachers work in a challenge's unit cube (TeachMyAgent's setting, which every
+    setting but the default needs). False: on the env's own task space, with its level
+    generator (DR, PLR) as it is; only the default setting then runs (`acl shootout
+    --native-space`, for envs whose levels are not uniform over a box, such as XLand's)."""
 
     def to_dict(self) -> dict:
         return {
@@ -98,6 +104,8 @@ class SuiteConfig:
             "challenge_seed": self.challenge_seed,
             "forgetting_period": self.forgetting_period,
             "students": {label: dict(kw) for label, kw in self.students},
+            # Absent when True, so that suites written before the key compare equal.
+            **({} if self.challenged else {"challenged": False}),
         }
 
     def teacher_config(self, label: str) -> ExperimentConfig:
@@ -126,6 +134,7 @@ _SUITE_KEYS = {
     "challenge_seed",
     "forgetting_period",
     "students",
+    "challenged",
 }
 
 
@@ -161,6 +170,14 @@ def parse_suite(data: dict, num_seeds: int | None = None) -> SuiteConfig:
     period = float(data.get("forgetting_period", 0.35))
     if not 0.0 < period < 1.0:
         raise ConfigError(f"suite.forgetting_period must be in (0, 1), got {period}")
+    challenged = data.get("challenged", True)
+    if not isinstance(challenged, bool):
+        raise ConfigError(f"suite.challenged must be true or false, got {challenged!r}")
+    if not challenged and any(s != ChallengeSpec() for s in settings):
+        raise ConfigError(
+            "suite.challenged: false runs teachers on the env's own space, where only the "
+            f"default setting is defined; got settings {[s.label for s in settings]}"
+        )
     suite = SuiteConfig(
         suite=str(data["suite"]),
         base=base_config,
@@ -169,12 +186,13 @@ def parse_suite(data: dict, num_seeds: int | None = None) -> SuiteConfig:
         challenge_seed=int(data.get("challenge_seed", 0)),
         forgetting_period=period,
         students=students,
+        challenged=challenged,
     )
     # Every name and key is checked before anything compiles.
     for label, _ in suite.teachers:
-        build_components(suite.teacher_config(label), challenged=True)
+        build_components(suite.teacher_config(label), challenged=challenged)
     for _, overrides in suite.students:
-        build_components(_student_config(suite.base, overrides), challenged=True)
+        build_components(_student_config(suite.base, overrides), challenged=challenged)
     return suite
 
 
@@ -202,9 +220,10 @@ def _write_atomic(path: Path, text: str) -> None:
 class _Program:
     """One teacher's compiled init and chunk, reused by every challenge of that teacher."""
 
-    def __init__(self, config: ExperimentConfig):
+    def __init__(self, config: ExperimentConfig, challenged: bool = True):
         self.config = config
-        self.trainer = make_train(config, challenged=True)
+        self.challenged = challenged
+        self.trainer = make_train(config, challenged=challenged)
         self.keys = self.trainer.seed_keys()
         self._compiled = None
 
@@ -224,8 +243,11 @@ class _Program:
         trainer = self.trainer
         total_iterations = trainer.schedule.iterations
         reset_every = max(1, round(period * total_iterations))
-        challenge = make_challenge(trainer.env, spec, challenge_seed, reset_every)
-        data = challenge_data(trainer, challenge)
+        if self.challenged:
+            challenge = make_challenge(trainer.env, spec, challenge_seed, reset_every)
+            data = challenge_data(trainer, challenge)
+        else:
+            data = RunData()
         compile_seconds = 0.0
         if self._compiled is None:
             start = time.perf_counter()
@@ -593,7 +615,7 @@ def run_suite(
                 config = _student_config(config, student[1])
             if any(held != label for held, _ in programs):
                 programs.clear()  # one teacher's programs at a time: keeps memory flat
-            programs[key] = _Program(config)
+            programs[key] = _Program(config, suite.challenged)
         return programs[key]
 
     for label, spec in todo:
@@ -684,7 +706,7 @@ def grows(previous: dict, suite: SuiteConfig) -> bool:
 
 def takes_prior(suite: SuiteConfig, label: str) -> bool:
     """Whether teacher `label` uses an expert prior (its `takes_prior`)."""
-    teacher = build_components(suite.teacher_config(label), challenged=True).teacher
+    teacher = build_components(suite.teacher_config(label), suite.challenged).teacher
     return teacher.configured_teacher.takes_prior
 
 

@@ -128,9 +128,13 @@ def shootout_suite(
     config: ExperimentConfig,
     teachers: Sequence[TeacherChoice],
     seeds: tuple[int, int] | None = None,
+    challenged: bool = True,
 ) -> tuple[SuiteConfig, tuple[Refusal, ...]]:
     """The suite running `teachers` on `config` (its env, agent, loop, eval; its teacher is
     replaced) at `seeds` (first, count; None: the config's), and the teachers refused.
+
+    `challenged`: teachers work in the default challenge's unit cube, as the benchmark runs
+    them; False: on the env's own space and level generator (`SuiteConfig.challenged`).
 
     Every teacher is built (on the CPU, nothing compiled) so that one the env cannot serve
     is refused here, with its ConfigError's line, before any other runs."""
@@ -140,7 +144,7 @@ def shootout_suite(
     for choice in teachers:
         trial = dataclasses.replace(config, teacher=choice.config)
         try:
-            build_components(trial, challenged=True)
+            build_components(trial, challenged=challenged)
         except ConfigError as err:
             refused.append(Refusal(choice.label, str(err).splitlines()[0]))
             continue
@@ -152,6 +156,7 @@ def shootout_suite(
         base=config,
         teachers=tuple(accepted),
         settings=(DEFAULT,),
+        challenged=challenged,
     )
     return suite, tuple(refused)
 

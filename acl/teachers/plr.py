@@ -166,7 +166,7 @@ def check_fresh_levels(name: str, task_space: Box, env: LevelTaskEnv, edits: boo
         f"teacher {name}: its task space is not the env's (a challenge's unit cube, as acl "
         f"benchmark runs teachers) and {type(env).__name__}'s "
         + ("level edits act on the env's own tasks" if edits else "levels are not uniform")
-        + ": run it without a challenge (acl run)",
+        + ": run it without a challenge (acl run, or acl shootout --native-space)",
     )
 
 

@@ -606,5 +606,6 @@ def main(argv=None) -> int:
     stale = write_generated(Path(args.out), text, "acl helps-where", args.check)
     return 1 if args.check and stale else 0
 
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -65,6 +65,13 @@ def parser() -> CommandParser:
     )
     parser.add_out(help="results directory (default runs/shootout/<config name>[/pilot|/confirm])")
     parser.add_argument("--baseline", default=None, help="the teacher compared against")
+    parser.add_argument(
+        "--native-space",
+        action="store_true",
+        help="teachers work on the env's own task space and level generator, not in the "
+        "unit cube of the benchmark's default challenge (for envs whose levels are not "
+        "uniform over a box, e.g. XLand's rulesets)",
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--pilot", action="store_true", help="run seeds 0-7 and log the pilot")
     mode.add_argument(
@@ -138,7 +145,7 @@ def main(argv=None) -> int:
             config.seed if args.first_seed is None else args.first_seed,
             config.num_seeds if args.seeds is None else args.seeds,
         )
-    suite, refused = so.shootout_suite(config, teachers, seeds)
+    suite, refused = so.shootout_suite(config, teachers, seeds, not args.native_space)
     for refusal in refused:
         print(refusal)
     labels = [label for label, _ in suite.teachers]
