@@ -82,7 +82,15 @@ def shootout_block(root: Path, results: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-RENDERERS: dict[str, Callable[..., str]] = {"shootout": shootout_block}
+def _renderers() -> dict[str, Callable[..., str]]:
+    # The README's and the results pages' renderers live beside their pages' concerns.
+    from experiments.tools.render_readme import README_RENDERERS
+    from experiments.tools.render_results import RESULTS_RENDERERS
+
+    return {"shootout": shootout_block, **README_RENDERERS, **RESULTS_RENDERERS}
+
+
+RENDERERS: dict[str, Callable[..., str]] = _renderers()
 """Renderer name -> renderer(root, *arguments) -> Markdown."""
 
 
@@ -135,6 +143,9 @@ def main(argv=None) -> int:
         if not args.check:
             page.write_text(rendered)
             print(f"rendered {where}")
+    from experiments.tools.render_figures import render_figures
+
+    stale += render_figures(root, check=args.check)
     if args.check and stale:
         print(f"out of date: {', '.join(stale)}; run acl render-docs", file=sys.stderr)
         return 1
