@@ -279,3 +279,17 @@ def test_native_space_runs_level_teachers_on_a_generator_that_is_not_uniform():
     assert parse_suite(native.to_dict()) == native
     with pytest.raises(ConfigError, match="only the default setting"):
         parse_suite({**native.to_dict(), "settings": ["default", "rugged"]})
+
+
+def test_a_teacher_that_cannot_adapt_within_the_budget_is_warned_of():
+    """JaxUED's CartPole budget has 64 updates; ALP-GMM's and Covar-GMM's first fit comes
+    after 150 by default, so they would hand out uniform tasks throughout."""
+    config = load_config("experiments/configs/peer_cartpole.yaml")
+    teachers = so.parse_teachers(
+        ["random", "alp_gmm", "covar_gmm", "riac"], {"covar_gmm": {"fit_every": 8}}
+    )
+    suite, _ = so.shootout_suite(config, teachers)
+    assert suite.base.loop.schedule.iterations == 64
+    (warning,) = so.schedule_warnings(suite)
+    assert warning.startswith("alp_gmm: warning: it first adapts after 150 updates")
+    assert "--teacher-set alp_gmm.fit_every=8" in warning

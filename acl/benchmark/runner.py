@@ -458,6 +458,12 @@ BENCHMARK_PROVENANCE_FIELDS = (
         "`acl shootout`",
     ),
     OutputField(
+        "warnings",
+        "The teachers that cannot adapt within the budget, each with one line "
+        "(`acl.benchmark.shootout.schedule_warnings`).",
+        "`acl shootout`",
+    ),
+    OutputField(
         "protocol",
         "The pre-registered protocol the run follows (`acl.benchmark.shootout.check_protocol`).",
         "`acl shootout --confirm`",

@@ -161,6 +161,25 @@ def shootout_suite(
     return suite, tuple(refused)
 
 
+def schedule_warnings(suite: SuiteConfig) -> tuple[str, ...]:
+    """One line per teacher of `suite` whose first adaptation
+    (`Teacher.updates_before_adapting`) comes after the run's last update: within the
+    budget it hands out its bootstrap tasks only, and a comparison says nothing of it."""
+    warnings = []
+    for label, _ in suite.teachers:
+        config = suite.teacher_config(label)
+        teacher = build_components(config, challenged=suite.challenged).teacher
+        before, updates = teacher.updates_before_adapting(), config.loop.schedule.iterations
+        if before > updates:
+            warnings.append(
+                f"{label}: warning: it first adapts after {before} updates and the budget "
+                f"has {updates}, so it hands out its bootstrap tasks throughout (a smaller "
+                f"fit_every, e.g. --teacher-set {label}.fit_every={max(1, updates // 8)}, "
+                "adapts sooner)"
+            )
+    return tuple(warnings)
+
+
 def default_baseline(labels: Iterable[str]) -> str:
     """Random (uniform over the task space), else DR (the env's level generator)."""
     labels = list(labels)
@@ -812,6 +831,8 @@ class ShootoutSummary:
     """A confirmatory run's protocol record and ancestry check (`protocol_check`)."""
     refused: tuple[str, ...]
     """The teachers refused, each with its reason."""
+    warnings: tuple[str, ...]
+    """The teachers that cannot adapt within the budget (`schedule_warnings`)."""
     suite: str
     feasibility: pd.DataFrame
     """Per test group: the measured infeasible and trivial shares (`feasibility_shares`)."""
@@ -874,6 +895,7 @@ def summarize(
         decisions=verdict,
         protocol=check,
         refused=tuple(provenance.get("refused", ())),
+        warnings=tuple(provenance.get("warnings", ())),
         suite=str(provenance.get("suite", out.name)),
         feasibility=feasibility_shares(per_task, groups),
         per_task=per_task,
@@ -897,8 +919,8 @@ def report_markdown(summary: ShootoutSummary) -> str:
         "included.",
         "",
     ]
-    lines += [f"- {refusal}" for refusal in summary.refused]
-    if summary.refused:
+    lines += [f"- {line}" for line in (*summary.refused, *summary.warnings)]
+    if summary.refused or summary.warnings:
         lines.append("")
     for group, table in summary.summaries.items():
         size = sum(_group_of(n) == group or group == ALL for n in summary.test_names)
@@ -966,6 +988,7 @@ def write_shootout_report(
         "decisions": summary.decisions,
         "groups": {g: t.to_dict(orient="records") for g, t in summary.summaries.items()},
         "refused": list(summary.refused),
+        "warnings": list(summary.warnings),
         "protocol_check": summary.protocol,
         "feasibility": summary.feasibility.to_dict(orient="records"),
     }

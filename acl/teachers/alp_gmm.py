@@ -350,6 +350,10 @@ class GMMTeacher(Teacher):
         tasks = jnp.where(bootstrapping, bootstrap, tasks)
         return state, tasks, default_info(n)
 
+    def updates_before_adapting(self) -> int:
+        """Its first fit ends the bootstrap, after `fit_every` updates."""
+        return self.fit_every
+
     def snapshot(self, state) -> dict:
         """The mixture with task coordinates in task units (extra coordinates as fitted)."""
         gmm = state.gmm

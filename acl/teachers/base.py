@@ -36,6 +36,8 @@ a teacher what it can do:
   can use an expert prior (ALP-GMM, Covar-GMM, ADR, SPDL, GoalGAN, Setter-Solver) sets
   `takes_prior = True` and puts the prior into its params; the challenge wrapper
   (acl.teachers.challenge) hands it the challenge's. Default: no prior, params unchanged.
+- `updates_before_adapting() -> int`: `update` calls before the teacher's sampling can
+  first depend on its feedback (ALP-GMM's and Covar-GMM's first fit). Default: 0.
 - `configured_teacher`: the teacher whose declared keys the config's `teacher` section
   sets (a sweep reads their declarations): the teacher itself, or for a wrapper the build
   adds around it (the challenge), the wrapped one.
@@ -301,6 +303,13 @@ class Teacher(abc.ABC):
         default 0: the teacher plays none."""
         del snapshot
         return 0.0
+
+    def updates_before_adapting(self) -> int:
+        """`update` calls before the teacher's sampling can first depend on its feedback
+        (a periodic fit's first, as ALP-GMM's `fit_every`). A run with fewer updates sees
+        the teacher's bootstrap only, and a shoot-out warns of it. By default 0: it adapts
+        from the first update."""
+        return 0
 
     def with_prior(self, params: Any, mean: jax.Array, std: jax.Array, enabled: jax.Array) -> Any:
         """`params` with the expert prior N(mean [D], std [D]) (in the teacher's task

@@ -245,6 +245,9 @@ class ChallengedTeacher(Teacher):
     def offline_env_steps(self, snapshot: dict) -> Any:
         return self.inner.offline_env_steps(snapshot)
 
+    def updates_before_adapting(self) -> int:
+        return self.inner.updates_before_adapting()
+
     def wrap_student(self, agent: Agent) -> Agent:
         """The inner teacher's wrapper of the student (the challenge needs none)."""
         return self.inner.wrap_student(agent)

@@ -146,8 +146,9 @@ def main(argv=None) -> int:
             config.num_seeds if args.seeds is None else args.seeds,
         )
     suite, refused = so.shootout_suite(config, teachers, seeds, not args.native_space)
-    for refusal in refused:
-        print(refusal)
+    warnings = so.schedule_warnings(suite)
+    for line in (*refused, *warnings):
+        print(line)
     labels = [label for label, _ in suite.teachers]
     baseline = args.baseline or so.default_baseline(labels)
     root = Path("runs") / "shootout" / suite.suite
@@ -177,7 +178,11 @@ def main(argv=None) -> int:
         out,
         progress=not args.no_progress,
         stop_after=args.stop_after,
-        record={"refused": [str(r) for r in refused], **({"protocol": record} if record else {})},
+        record={
+            "refused": [str(r) for r in refused],
+            "warnings": list(warnings),
+            **({"protocol": record} if record else {}),
+        },
     )
     seconds = time.perf_counter() - start
     print(f"{len(table)} result rows in {out / 'results.csv'} ({seconds:.0f} s this call)")
