@@ -139,6 +139,14 @@ def preset_names() -> dict[str, list[str]]:
     return found
 
 
+def _repository_relative(path: str) -> str:
+    """`path` as --help shows it: relative to the repository's root when it lies under it."""
+    resolved = Path(path)
+    if resolved.is_absolute() and resolved.is_relative_to(ROOT):
+        return str(resolved.relative_to(ROOT))
+    return path
+
+
 def _indented(text: str) -> str:
     return textwrap.fill(text, width=88, initial_indent="  ", subsequent_indent="    ")
 
@@ -245,8 +253,9 @@ class CommandParser(OneLineParser):
         required: bool = False,
         help: str = "where the outputs go",
     ) -> None:
-        """`--out PATH` into `args.out`."""
-        shown = f" (default {default})" if default is not None else ""
+        """`--out PATH` into `args.out`; --help shows a default under the repository's root
+        relative to it (no machine path)."""
+        shown = f" (default {_repository_relative(default)})" if default is not None else ""
         self.add_argument("--out", default=default, required=required, help=help + shown)
 
     def add_no_progress(self, help: str = "hide the progress bar") -> None:

@@ -160,8 +160,10 @@ def top_parser() -> OneLineParser:
     parser = OneLineParser(
         prog="acl",
         usage="acl COMMAND [ARGS...]",
-        description="Automatic curriculum learning in JAX: runs, reports, paper "
-        "reproductions and benchmarks. `acl COMMAND --help` gives a command's flags.",
+        description=(
+            "Automatic curriculum learning in JAX: runs, reports, reproductions, benchmarks.\n"
+            "`acl COMMAND --help` gives a command's flags, configs, presets and examples."
+        ),
         epilog=overview(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

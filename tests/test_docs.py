@@ -1,6 +1,7 @@
-"""The documentation stays true to the code: the README's tables list exactly the
-registered teachers, agents and envs, the README stays short, its quickstart builds,
-every relative link resolves, no stale reference is left, the teacher of
+"""The documentation stays true to the code: docs/components.md's tables list exactly
+the registered teachers, agents and envs, the README stays short, its quickstart builds,
+the results index links every results page, every relative link resolves, no stale
+reference is left, the teacher of
 docs/writing-a-teacher.md passes the harness and runs through `experiments.run`, and
 docs/writing-an-env.md's gymnax config and plug-in env run through it too."""
 
@@ -25,7 +26,9 @@ from tests.distribution import forget_modules, unlisted_plugins, write_distribut
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
-MAX_README_LINES = 250
+COMPONENTS = DOCS / "components.md"
+RESULTS_INDEX = DOCS / "results" / "README.md"
+MAX_README_LINES = 120
 MAX_QUICKSTART_LINES = 10
 MAX_TEACHER_LINES = 80
 MAX_GYMNAX_CONFIG_LINES = 12
@@ -102,12 +105,12 @@ def git_files(*options: str) -> list[str] | None:
     [("Teachers", TEACHERS), ("Agents", AGENTS), ("Environments", ENVS)],
     ids=["teachers", "agents", "envs"],
 )
-def test_readme_table_lists_exactly_the_registered_names(heading, registry):
-    rows = table_rows(sections(README.read_text())[heading])
+def test_components_table_lists_exactly_the_registered_names(heading, registry):
+    rows = table_rows(sections(COMPONENTS.read_text())[heading])
     names = [row[0].strip("`") for row in rows]
-    assert len(names) == len(set(names)), f"README's {heading} table repeats a name"
+    assert len(names) == len(set(names)), f"components.md's {heading} table repeats a name"
     assert sorted(names) == registry.names(), (
-        f"README's {heading} table: missing {sorted(set(registry.names()) - set(names))}, "
+        f"components.md's {heading} table: missing {sorted(set(registry.names()) - set(names))}, "
         f"not registered {sorted(set(names) - set(registry.names()))}"
     )
     for row in rows:
@@ -117,6 +120,13 @@ def test_readme_table_lists_exactly_the_registered_names(heading, registry):
 def test_readme_stays_short():
     lines = len(README.read_text().splitlines())
     assert lines <= MAX_README_LINES, f"README.md has {lines} lines (at most {MAX_README_LINES})"
+
+
+def test_the_results_index_links_every_results_page():
+    index = RESULTS_INDEX.read_text()
+    pages = sorted(p.name for p in RESULTS_INDEX.parent.glob("*.md") if p != RESULTS_INDEX)
+    missing = [name for name in pages if f"]({name})" not in index]
+    assert not missing, f"docs/results/README.md links none of {missing}"
 
 
 def test_readme_quickstart_builds_without_compiling(monkeypatch):
@@ -199,7 +209,7 @@ def test_the_writing_a_teacher_page_runs(tmp_path, monkeypatch):
     teacher_code, check_code = code_blocks(page.read_text())
     assert len(teacher_code.splitlines()) <= MAX_TEACHER_LINES
     # The page registers its teacher on import; a copy of the registry, restored after
-    # the test, keeps it out of the registry-wide tests (golden runs, the README tables).
+    # the test, keeps it out of the registry-wide tests (golden runs, the component tables).
     monkeypatch.setattr(TEACHERS, "_factories", dict(TEACHERS._factories))
     module = types.ModuleType("lp_bins")
     monkeypatch.setitem(sys.modules, "lp_bins", module)

@@ -1,10 +1,12 @@
 """acl.run.snapshots reads a run's teacher snapshots and acl.benchmark.figures draws them by
-shape; the notebook notebooks/teacher_snapshots.ipynb renders a real run's."""
+shape; the notebook notebooks/teacher_snapshots.ipynb renders a real run's (a committed
+one, stored with its outputs, and a fresh ADR run) without writing into it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
 
@@ -60,9 +62,24 @@ def test_each_array_is_drawn_by_its_shape(tmp_path):
     assert "samples" in bare._suptitle.get_text()
 
 
-def test_notebook_is_stored_clean():
+COMMITTED_RUN = ROOT / "experiments" / "results" / "point_reach_sfl" / "sfl"
+
+
+def test_notebook_is_stored_with_the_outputs_of_a_committed_run():
     params = stored_parameters_cell(NOTEBOOK)
     assert "RUN_DIR = " in params.source and "SEED = " in params.source
+    assert '"experiments/results/point_reach_sfl/sfl")' in params.source
+    shown = streams(nbformat.read(NOTEBOOK, as_version=4))
+    assert "run: experiments/results/point_reach_sfl/sfl\nteacher: sfl" in shown
+
+
+@pytest.mark.slow  # a kernel and matplotlib: about 20 s
+def test_notebook_renders_the_committed_run(monkeypatch):
+    monkeypatch.delenv("ACL_RUN_DIR", raising=False)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    nb = execute(NOTEBOOK, ROOT / "notebooks", timeout=180, reads=COMMITTED_RUN)
+    assert "teacher: sfl" in streams(nb) and "levels " in streams(nb)
+    assert count_images(nb) == 1
 
 
 @pytest.mark.slow  # a short ADR run, then the notebook: about 40 s
@@ -72,7 +89,7 @@ def test_notebook_renders_an_adr_run(tmp_path, monkeypatch):
     out, _ = run_tiny_with_teacher(tmp_path, {"name": "adr", "queue_len": 2})
     monkeypatch.setenv("ACL_RUN_DIR", str(out))
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    nb = execute(NOTEBOOK, ROOT, timeout=180)
+    nb = execute(NOTEBOOK, ROOT, timeout=180, reads=out)
     printed = streams(nb)
     assert "teacher: adr" in printed and "box_high" in printed
     assert count_images(nb) == 1

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+import nbformat
 import numpy as np
 import pytest
 from PIL import Image
@@ -23,6 +24,7 @@ from tests.notebooks import execute, stored_parameters_cell
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "stump_tracks.ipynb"
+PPO_RUN = ROOT / "experiments" / "results" / "stump_tracks_ppo"
 W, H = 600, 400
 
 
@@ -208,9 +210,20 @@ def test_leg_colors_are_distinct():
         assert render.HULL not in fills and render.STUMP not in fills
 
 
-def test_notebook_is_stored_clean():
+def _shown(nb) -> tuple[str, list[str]]:
+    """What the notebook printed, and the MIME type of every output."""
+    outputs = [output for cell in nb.cells for output in cell.get("outputs", [])]
+    text = "\n".join(o["text"] for o in outputs if o.get("output_type") == "stream")
+    return text, [mime for o in outputs for mime in o.get("data", {})]
+
+
+def test_notebook_is_stored_with_the_committed_walker():
     params = stored_parameters_cell(NOTEBOOK)
     assert "ACL_NOTEBOOK_STEPS" in params.source
+    assert 'PPO_RUN_DIR = "experiments/results/stump_tracks_ppo"' in params.source
+    text, mimes = _shown(nbformat.read(NOTEBOOK, as_version=4))
+    assert "policy shown: PPO walker of experiments/results/stump_tracks_ppo" in text
+    assert mimes.count("image/png") == 2 and mimes.count("image/gif") == 1
 
 
 # slow: executing the notebook compiles a walker rollout (about a minute on 2 cores).
@@ -218,11 +231,10 @@ def test_notebook_is_stored_clean():
 @pytest.mark.parametrize("cwd", [ROOT / "notebooks"], ids=["notebooks-dir"])
 def test_notebook_executes(monkeypatch, cwd):
     monkeypatch.setenv("ACL_NOTEBOOK_STEPS", "8")
-    nb = execute(NOTEBOOK, cwd, timeout=240)
-    outputs = [output for cell in nb.cells for output in cell.get("outputs", [])]
-    text = "\n".join(o["text"] for o in outputs if o.get("output_type") == "stream")
-    assert "policy shown:" in text
+    nb = execute(NOTEBOOK, cwd, timeout=240, reads=PPO_RUN)
+    text, mimes = _shown(nb)
+    assert "policy shown: PPO walker of experiments/results/stump_tracks_ppo" in text
     assert "overview (" in text and "lidar fractions:" in text
-    mimes = [mime for o in outputs for mime in o.get("data", {})]
+    assert "returns of reset seeds 0-3:" in text
     assert mimes.count("image/png") == 2  # task grid, lidar frame
     assert mimes.count("image/gif") == 1  # the rollout

@@ -9,6 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
 
@@ -104,19 +105,35 @@ def test_table_without_runs_fails_clearly(tmp_path, capsys):
     assert "no run with metrics" in capsys.readouterr().err
 
 
-def test_notebook_is_stored_clean():
-    assert "RESULTS_DIR = " in stored_parameters_cell(NOTEBOOK).source
+def test_notebook_is_stored_with_the_outputs_of_the_committed_mini_suite():
+    params = stored_parameters_cell(NOTEBOOK)
+    assert '"experiments/results/ued_mini")' in params.source
+    shown = streams(nbformat.read(NOTEBOOK, as_version=4))
+    assert "mini suite, 8 held-out mazes" in shown
+    assert f"ok: {len(ued_mazes.SUITE_METHODS['mini'])} teachers, 8 held-out mazes" in shown
 
 
 @pytest.mark.slow  # a kernel, matplotlib and five runs' levels: about 30 s
 def test_notebook_executes_on_fixture(monkeypatch):
     monkeypatch.setenv("ACL_RESULTS_DIR", str(FIXTURE))
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    nb = execute(NOTEBOOK, ROOT / "notebooks", timeout=300)
+    nb = execute(NOTEBOOK, ROOT / "notebooks", timeout=300, reads=FIXTURE)
     shown = streams(nb)
+    assert "published suite" in shown
     assert f"ok: 5 teachers, {len(EVALUATION)} held-out mazes" in shown
     pngs = count_images(nb)
     assert pngs == 3 + len(ued_mazes.METHODS)  # curves, per-maze, level stats; levels each
+
+
+@pytest.mark.slow  # a kernel, matplotlib and seven runs' levels: about a minute
+def test_notebook_executes_on_the_committed_mini_suite(monkeypatch):
+    monkeypatch.delenv("ACL_RESULTS_DIR", raising=False)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    mini = ROOT / "experiments" / "results" / "ued_mini"
+    nb = execute(NOTEBOOK, ROOT, timeout=600, reads=mini)
+    methods = ued_mazes.SUITE_METHODS["mini"]
+    assert f"ok: {len(methods)} teachers, 8 held-out mazes" in streams(nb)
+    assert count_images(nb) == 3 + len(methods)
 
 
 def _mini_metrics(path: Path, finals: dict[int, list[float]]) -> None:

@@ -87,18 +87,23 @@ def plot_profiles(taus: np.ndarray, profiles: dict, cis: dict):
         labelsize="medium",
         ticklabelsize="medium",
     )
-    ax.legend(loc="upper right")
+    from acl.core.plot_style import legend_outside
+
+    legend_outside(fig, ax, band="shaded: 95% stratified-bootstrap CI")
     fig.tight_layout()
     return fig
 
 
-def plot_radar(summ: pd.DataFrame):
+def plot_radar(summ: pd.DataFrame, title: str = ""):
     """TeachMyAgent-style radar: each teacher's mean / baseline mean, one axis per setting.
 
     With fewer than 3 settings a polygon says nothing, so it falls back to grouped bars. A
-    NaN ratio (zero baseline, see `summary`) leaves a gap. Returns the Figure.
+    NaN ratio (zero baseline, see `summary`) leaves a gap. `title` (e.g. `suite_title`)
+    heads the figure. Returns the Figure.
     """
     import matplotlib.pyplot as plt
+
+    from acl.core.plot_style import legend_outside
 
     rows, columns = summary_axes(summ)
     values = summ.pivot(index="teacher", columns="setting", values="normalised")
@@ -115,7 +120,7 @@ def plot_radar(summ: pd.DataFrame):
         ax.set_xticks(x + width * (len(rows) - 1) / 2, columns)
         ax.axhline(1.0, color="k", lw=0.8, ls="--")
         ax.set_ylabel(label)
-        ax.legend()
+        ax.set_title(title, fontsize=10)
     else:
         fig, ax = plt.subplots(figsize=(6, 6), subplot_kw={"projection": "polar"})
         angles = np.linspace(0, 2 * np.pi, len(columns), endpoint=False)
@@ -129,17 +134,26 @@ def plot_radar(summ: pd.DataFrame):
         finite = values.to_numpy(np.float64)
         top = np.nanmax(finite) if np.isfinite(finite).any() else 1.0
         ax.set_ylim(0, max(1.0, top) * 1.1)
-        ax.set_title(label, pad=20)
-        ax.legend(loc="upper right", bbox_to_anchor=(1.3, 1.1))
+        fig.suptitle(f"{title}: {label}" if title else label, fontsize=10)
+    legend_outside(fig, ax, title="teacher")
     fig.tight_layout()
     return fig
 
 
+def suite_title(df: pd.DataFrame) -> str:
+    """ "quick suite on point_reach": a results table's suite and env(s)."""
+    envs = ", ".join(dict.fromkeys(df["env"])) if "env" in df else ""
+    suites = ", ".join(dict.fromkeys(df["suite"])) if "suite" in df else ""
+    return " on ".join(part for part in (f"{suites} suite" if suites else "", envs) if part)
+
+
 def plot_curves(df: pd.DataFrame, baseline: str = "random"):
-    """% mastered vs env steps, mean +- SE band over seeds: one panel per setting, one line per
-    teacher. Returns the Figure."""
+    """% mastered vs env steps, mean ± SE band over seeds: one panel per setting (its
+    challenge and expert), one line per teacher, every panel on the same axes. Returns the
+    Figure."""
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import EngFormatter
+
+    from acl.core.plot_style import BAND_ALPHA, legend_outside, se_band_label, steps_axis
 
     data = with_setting(df)
     pairs = settings(data)
@@ -148,8 +162,14 @@ def plot_curves(df: pd.DataFrame, baseline: str = "random"):
     ncols = min(3, len(pairs))
     nrows = math.ceil(len(pairs) / ncols)
     fig, axes = plt.subplots(
-        nrows, ncols, figsize=(4.5 * ncols, 3.5 * nrows), squeeze=False, sharey=True
+        nrows,
+        ncols,
+        figsize=(3.6 * ncols, 2.7 * nrows),
+        squeeze=False,
+        sharex=True,
+        sharey=True,
     )
+    seeds = []
     for ax, (challenge, expert) in zip(axes.flat, pairs):
         for teacher in names:
             runs = rows_of(data, teacher, challenge, expert)
@@ -157,17 +177,24 @@ def plot_curves(df: pd.DataFrame, baseline: str = "random"):
                 continue
             steps, mean, se = mean_se_by_step(runs, "pct_mastered")
             ax.plot(steps, mean, label=teacher, color=colors[teacher])
-            ax.fill_between(steps, mean - se, mean + se, color=colors[teacher], alpha=0.2)
-        ax.set_title(setting_label(challenge, expert))
-        ax.set_xlabel("env steps per seed")
-        ax.xaxis.set_major_formatter(EngFormatter(sep=""))  # 800k, not 800000
+            ax.fill_between(
+                steps, mean - se, mean + se, color=colors[teacher], alpha=BAND_ALPHA, lw=0
+            )
+            seeds.append(runs["seed"].nunique())
+        ax.set_title(f"challenge: {setting_label(challenge, expert)}", fontsize=9)
+        steps_axis(ax.xaxis)
         ax.set_ylim(-2, 102)
         ax.grid(alpha=0.3)
+        ax.xaxis.set_tick_params(labelbottom=True)
     for ax in axes[:, 0]:
         ax.set_ylabel("% mastered (test set)")
     for ax in list(axes.flat)[len(pairs) :]:
         ax.set_visible(False)
-    axes.flat[0].legend()
+    for column in range(ncols):  # under the lowest panel drawn in each column
+        drawn = [ax for ax in axes[:, column] if ax.get_visible()]
+        drawn[-1].set_xlabel("env steps per seed")
+    fig.suptitle(f"% mastered: {suite_title(df)}", fontsize=10)
+    legend_outside(fig, list(axes.flat), band=se_band_label(seeds), title="teacher")
     fig.tight_layout()
     return fig
 
@@ -216,7 +243,8 @@ def plot_teacher_snapshots(
         if kinds[name] == "lines":
             flat = value.reshape(len(value), -1)
             for j in range(flat.shape[1]):
-                label = str(np.unravel_index(j, value.shape[1:])) if flat.shape[1] > 1 else None
+                index = np.unravel_index(j, value.shape[1:])
+                label = str(tuple(int(i) for i in index)) if flat.shape[1] > 1 else None
                 ax.plot(evals, flat[:, j], marker=".", label=label)
             if flat.shape[1] > 1:
                 ax.legend(fontsize=6, ncol=2)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from acl.benchmark.figures import plot_curves, plot_iqm, plot_profiles, plot_radar
+from acl.benchmark.figures import plot_curves, plot_iqm, plot_profiles, plot_radar, suite_title
 from acl.benchmark.stats import (
     ALPHA,
     as_metric,
@@ -76,7 +76,7 @@ def write_report(
     numpy seed `seed` keep the CIs reproducible. `metric` ("final" or "mean", `as_metric`)
     scores every table, statistic and figure but the learning curves.
     """
-    import matplotlib.pyplot as plt
+    from acl.core.plot_style import save
 
     provenance = None
     if not isinstance(results, pd.DataFrame):
@@ -125,10 +125,8 @@ def write_report(
     for name, fig in (
         ("iqm.png", plot_iqm(iqm)),
         ("profiles.png", plot_profiles(taus, profiles, cis)),
-        ("radar.png", plot_radar(summ)),
+        ("radar.png", plot_radar(summ, suite_title(curves))),
         ("curves.png", plot_curves(curves, baseline)),
     ):
-        # bbox "tight": rliable's interval plot puts its labels outside the axes.
-        fig.savefig(paths[name], dpi=100, bbox_inches="tight")
-        plt.close(fig)
+        save(fig, paths[name])
     return paths

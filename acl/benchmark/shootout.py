@@ -714,34 +714,41 @@ def protocol_check(provenance: Mapping) -> dict | None:
     return {**record, "run_commits": sorted(commits), "ancestor": ancestor}
 
 
-def plot_group_curves(tables: Mapping[str, pd.DataFrame], baseline: str):
+def plot_group_curves(tables: Mapping[str, pd.DataFrame], baseline: str, title: str = ""):
     """% mastered against env steps per seed, mean ± SE over seeds: one panel per test group,
-    one line per teacher."""
+    one line per teacher (the baseline dashed), every panel on the same axes."""
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import EngFormatter
 
     from acl.benchmark.figures import teacher_colors
+    from acl.core.plot_style import BAND_ALPHA, legend_outside, se_band_label, steps_axis
 
     groups = list(tables)
     fig, axes = plt.subplots(
-        1, len(groups), figsize=(4.6 * len(groups), 3.6), squeeze=False, sharey=True
+        1, len(groups), figsize=(4.2 * len(groups), 3.4), squeeze=False, sharex=True, sharey=True
     )
+    seeds = []
     for ax, group in zip(axes[0], groups, strict=True):
         table = tables[group]
         labels = list(dict.fromkeys(table["teacher"]))
         colors = teacher_colors(labels)
         for teacher in labels:
-            steps, mean, se = mean_se_by_step(table[table.teacher == teacher], "pct_mastered")
+            rows = table[table.teacher == teacher]
+            steps, mean, se = mean_se_by_step(rows, "pct_mastered")
             style = "--" if teacher == baseline else "-"
             ax.plot(steps, mean, style, marker=".", label=teacher, color=colors[teacher])
-            ax.fill_between(steps, mean - se, mean + se, color=colors[teacher], alpha=0.2)
-        ax.set_title(f"test group: {group}")
+            ax.fill_between(
+                steps, mean - se, mean + se, color=colors[teacher], alpha=BAND_ALPHA, lw=0
+            )
+            seeds.append(rows["seed"].nunique())
+        ax.set_title(f"test group: {group}", fontsize=9)
         ax.set_xlabel("training env steps per seed")
-        ax.xaxis.set_major_formatter(EngFormatter(sep=""))
+        steps_axis(ax.xaxis)
         ax.set_ylim(-2, 102)
         ax.grid(alpha=0.3)
     axes[0, 0].set_ylabel("% mastered")
-    axes[0, 0].legend(fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    legend_outside(fig, list(axes[0]), band=se_band_label(seeds), title="teacher")
     fig.tight_layout()
     return fig
 
@@ -764,38 +771,58 @@ def sample_projection(samples: Mapping[str, np.ndarray], names: Sequence[str]):
 
 
 def plot_samples(summary: ShootoutSummary):
-    """Where each teacher sampled: every seed's logged training tasks, coloured by when
-    (first to last evaluation period), over the test tasks (grey crosses); one panel per
-    teacher, in 2-D (`sample_projection`)."""
+    """Where each teacher sampled: every seed's logged training tasks, the first half of
+    the evaluation periods in blue and the second in orange, over the test tasks (grey
+    crosses); one panel per teacher, in 2-D (`sample_projection`), all on the same axes."""
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    from acl.core.plot_style import FIRST_HALF, SECOND_HALF, legend_outside
 
     out, labels = summary.out, summary.labels
-    samples, when = {}, {}
+    samples, late = {}, {}
     for teacher in labels:
         arrays = load_cell_arrays(out, teacher)
         tasks = arrays["sampled_tasks"]  # [C, S, L, D]
         c, s, n, d = tasks.shape
         samples[teacher] = tasks.reshape(-1, d)
-        when[teacher] = np.repeat(np.arange(c), s * n)
+        late[teacher] = np.repeat(np.arange(c) >= c / 2, s * n)
     samples["test set"] = summary.test_tasks
     projected, axis_labels = sample_projection(samples, summary.task_names)
     cols = min(4, len(labels))
     rows = math.ceil(len(labels) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 3.3 * rows), squeeze=False)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(3.3 * cols, 3.0 * rows), squeeze=False, sharex=True, sharey=True
+    )
     for ax in axes.flat[len(labels) :]:
         ax.axis("off")
+    test = projected["test set"]
+    pooled = np.concatenate([projected[t] for t in labels] + [test])
     for ax, teacher in zip(axes.flat, labels, strict=False):
-        test = projected["test set"]
-        ax.scatter(test[:, 0], test[:, 1], marker="x", s=8, color="0.7", lw=0.6)
         points = projected[teacher]
-        ax.scatter(points[:, 0], points[:, 1], s=3, c=when[teacher], cmap="viridis", alpha=0.5)
-        ax.set_title(teacher)
+        for half, color in ((~late[teacher], FIRST_HALF), (late[teacher], SECOND_HALF)):
+            ax.scatter(points[half, 0], points[half, 1], s=2, color=color, alpha=0.4, lw=0)
+        # Above the samples, so that the test set stays visible.
+        ax.scatter(test[:, 0], test[:, 1], marker="x", s=8, color="0.3", lw=0.6, zorder=3)
+        ax.set_title(teacher, fontsize=9)
         ax.set_xlabel(axis_labels[0])
         ax.set_ylabel(axis_labels[1])
-        for axis, set_scale in enumerate((ax.set_xscale, ax.set_yscale)):
-            if _spans_decades(np.concatenate([test[:, axis], points[:, axis]])):
-                set_scale("log")
-    fig.suptitle("tasks handed out (colour: early → late; grey ×: test tasks)", fontsize=10)
+        ax.xaxis.set_tick_params(labelbottom=True)
+        ax.yaxis.set_tick_params(labelleft=True)
+    for axis, set_scale in enumerate((axes.flat[0].set_xscale, axes.flat[0].set_yscale)):
+        if _spans_decades(pooled[:, axis]):
+            set_scale("log")  # shared: every panel follows
+
+    def dot(color: str, marker: str = "o") -> Line2D:
+        return Line2D([], [], ls="", marker=marker, ms=5, color=color)
+
+    extra = [
+        (dot(FIRST_HALF), "first half of training"),
+        (dot(SECOND_HALF), "second half of training"),
+        (dot("0.3", "x"), "test tasks"),
+    ]
+    legend_outside(fig, [], extra=extra)
+    fig.suptitle(f"tasks handed out: {summary.suite}", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -973,9 +1000,8 @@ def write_shootout_report(
 ) -> dict[str, Path]:
     """Write REPORT_FILES into `report_dir` (default OUT/report) from a shoot-out's results
     directory OUT (`summarize`); returns {file name: path}."""
-    import matplotlib.pyplot as plt
-
     from acl.benchmark.figures import plot_iqm
+    from acl.core.plot_style import save
 
     summary = summarize(out, baseline, rule, reps)
     report_dir = Path(report_dir) if report_dir is not None else summary.out / "report"
@@ -996,13 +1022,12 @@ def write_shootout_report(
     tables = summary.tables
     decisive = tables.get(summary.rule.test_group, tables[list(tables)[-1]])
     figures = (
-        ("curves.png", plot_group_curves(tables, summary.baseline)),
+        ("curves.png", plot_group_curves(tables, summary.baseline, f"% mastered: {summary.suite}")),
         ("samples.png", plot_samples(summary)),
         ("iqm.png", plot_iqm(iqm_table(decisive[list(RESULT_COLUMNS)], summary.baseline, reps))),
     )
     for name, fig in figures:
-        fig.savefig(paths[name], dpi=100, bbox_inches="tight")
-        plt.close(fig)
+        save(fig, paths[name])
     return paths
 
 

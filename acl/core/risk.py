@@ -109,29 +109,44 @@ def cvar_curve(ranked_on, measured_on=None, num: int = 100, *, same_seed: bool =
 def plot_cvar_curves(curves: dict, out: str | Path | None = None, title: str = ""):
     """CVaR against alpha per method, as the paper draws risk. curves: {label: (alphas,
     values)} or {label: (alphas, values [S, num])} with one curve per seed, drawn as the
-    mean with a band of one standard error. Saved to `out` when given; returns the figure."""
+    mean with a band of one standard error, named in the legend with its seed count.
+    Saved to `out` when given; returns the figure."""
     import matplotlib
 
     if out is not None:
         matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from acl.core.plot_style import (
+        BAND_ALPHA,
+        legend_outside,
+        save,
+        se_band_label,
+        with_seed_counts,
+    )
+
     fig, ax = plt.subplots(figsize=(5, 3.5))
-    for label, (alphas, values) in curves.items():
+    counts = [np.atleast_2d(values).shape[0] for _, values in curves.values()]
+    labels = with_seed_counts(list(curves), counts)
+    seeds = []
+    for label, (alphas, values) in zip(labels, curves.values(), strict=True):
         values = np.atleast_2d(values)
         mean = values.mean(axis=0)
         line = ax.plot(alphas, mean, label=label)[0]
         if values.shape[0] > 1:
+            seeds.append(values.shape[0])
             se = values.std(axis=0, ddof=1) / np.sqrt(values.shape[0])
-            ax.fill_between(alphas, mean - se, mean + se, color=line.get_color(), alpha=0.2)
+            ax.fill_between(
+                alphas, mean - se, mean + se, color=line.get_color(), alpha=BAND_ALPHA, lw=0
+            )
     ax.set_xscale("log")
     ax.set_xlabel("alpha (share of worst levels)")
     ax.set_ylabel("CVaR of success")
     ax.set_ylim(-0.02, 1.02)
-    ax.set_title(title)
-    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    ax.set_title(title, fontsize=9)
+    legend_outside(fig, ax, band=se_band_label(seeds) if seeds else None)
     fig.tight_layout()
     if out is not None:
-        fig.savefig(out, dpi=120)
-        plt.close(fig)
+        save(fig, out)
     return fig

@@ -768,26 +768,37 @@ class RunDir:
 
 
 def plot_learning_curves(runs: dict[str, Any], out: str | Path, title: str = "") -> None:
-    """% mastered vs env steps, mean +- SE band per run. `runs` maps label -> metrics frame."""
+    """% mastered vs env steps, mean ± SE band over seeds per run. `runs` maps label ->
+    metrics frame (one row per seed and evaluation)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from acl.core.plot_style import (
+        BAND_ALPHA,
+        legend_outside,
+        save,
+        se_band_label,
+        steps_axis,
+        with_seed_counts,
+    )
+
     fig, ax = plt.subplots(figsize=(6, 4))
-    for label, frame in runs.items():
+    seeds = [frame["seed"].nunique() for frame in runs.values()]
+    for label, frame in zip(with_seed_counts(list(runs), seeds), runs.values(), strict=True):
         steps, mean, se = mean_se_by_step(frame, "eval_pct_mastered")
-        ax.plot(steps, mean, label=label)
-        ax.fill_between(steps, mean - se, mean + se, alpha=0.25)
+        line = ax.plot(steps, mean, label=label)[0]
+        ax.fill_between(steps, mean - se, mean + se, color=line.get_color(), alpha=BAND_ALPHA)
     ax.set_xlabel("env steps per seed")
     ax.set_ylabel("% mastered (test set)")
+    steps_axis(ax.xaxis)
     ax.set_ylim(-2, 102)
     ax.grid(alpha=0.3)
-    ax.legend()
-    ax.set_title(title)
+    ax.set_title(title, fontsize=10)
+    legend_outside(fig, ax, band=se_band_label(seeds))
     fig.tight_layout()
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
+    save(fig, out)
 
 
 def _cell(value: Any) -> str:

@@ -60,7 +60,7 @@ def parser() -> CommandParser:
         "configs",
         nargs="+",
         type=config_path,
-        help="configs: paths or names of experiments/configs/",
+        help="configs: paths or names of experiments/configs/ (acl run --help lists them)",
     )
     parser.add_preset(help="apply the configs' presets.NAME section (listed below)")
     parser.add_out(help="write the rows as JSON (default: print them only)")

@@ -1,4 +1,4 @@
-"""DQN+HER training throughput on bit flipping, beside the raw env at the same batch.
+"""DQN+HER training throughput on bit flipping, beside the raw env's ceiling.
 
     acl bench-dqn [--bits 10] [--seeds 1 16] [--iterations 20]
         [--repeats 5] [--out runs/bench_dqn.json]

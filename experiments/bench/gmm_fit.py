@@ -1,4 +1,4 @@
-"""What one ALP-GMM fit costs, and why: EM iterations times the cost of one iteration.
+"""What one ALP-GMM fit costs: EM iterations times the cost of one iteration.
 
     acl bench-gmm-fit [--seeds 1 4 16 64] [--repeats 20] [--out FILE.json]
 

@@ -1,5 +1,6 @@
-"""Which mixture sizes a GMM teacher's fits choose on a run's own data, and what a
-narrower k range would cost and change.
+"""Which mixture sizes a GMM teacher's fits choose on a run's own data.
+
+Also what a narrower k range would cost and change.
 
     acl gmm-k-range
         [--config experiments/configs/point_reach_unfeasible_alp_gmm.yaml] [--seeds N]

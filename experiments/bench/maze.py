@@ -1,4 +1,4 @@
-"""Maze throughput: the raw env beside JaxUED's maze, and training steps/s of PLR vs DR.
+"""Maze throughput beside JaxUED's maze, and PLR's training overhead against DR.
 
     acl bench-maze [--num-envs 1 256 4096] [--repeats 5]
         [--env-steps-per-run 4194304] [--walls 25] [--teachers dr plr]

@@ -1,4 +1,4 @@
-"""PPO training throughput on CartPole, beside the raw env ceiling at the same batch.
+"""PPO training throughput on CartPole, beside the raw env's ceiling.
 
     acl bench-ppo [--seeds 1 16] [--iterations 50] [--out FILE.json]
 

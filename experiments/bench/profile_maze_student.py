@@ -1,4 +1,4 @@
-"""Where the maze student's time goes, and the `cpu` student beside the published one.
+"""Where the maze student's time goes; the `cpu` student beside the published one.
 
     acl profile-maze-student [--students published cpu] [--repeats 5]
         [--iterations 2] [--config experiments/configs/maze_dr.yaml] [--seeds 1]

@@ -1,4 +1,4 @@
-"""Stump Tracks env throughput (random actions), beside Gymnasium's Box2D BipedalWalker.
+"""Stump Tracks' throughput (random actions) beside Gymnasium's Box2D walker.
 
     acl bench-stump-tracks [--num-envs 1 64 1024] [--repeats 5]
         [--steps N | --env-steps-per-run 65536] [--box2d-seconds S]

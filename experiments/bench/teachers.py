@@ -1,5 +1,6 @@
-"""Teacher overhead: training throughput with each teacher on the same config, as a ratio
-to Random's, measured in the same run.
+"""Teacher overhead: each teacher's training throughput as a ratio to Random's.
+
+Every teacher runs the same config, measured in the same run.
 
     acl bench-teachers
         [--config experiments/configs/cartpole_unfeasible_alp_gmm.yaml]

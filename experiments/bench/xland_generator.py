@@ -1,6 +1,7 @@
-"""Our XLand-MiniGrid ruleset generator (envs/xland/generator.py) against the reference
-script's: histograms of goal type, rule count and initial-tile count, and the total
-variation distance between each pair.
+"""Our XLand-MiniGrid ruleset generator against the reference script's histograms.
+
+The generator is envs/xland/generator.py: histograms of goal type, rule count and
+initial-tile count, and the total variation distance between each pair.
 
     acl xland-generator [--rulesets 100000] [--seed 0] [--tolerance 0.03]
     acl xland-generator --reference-files trivial=DIR/trivial_10k small=DIR/small_10k ...
@@ -183,6 +184,8 @@ def plot(reference: dict, ours: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
+    from acl.core.plot_style import legend_outside, save
+
     names = list(reference["sets"])
     fig, axes = plt.subplots(len(names), 3, figsize=(13, 2.4 * len(names)), squeeze=False)
     for row, name in enumerate(names):
@@ -194,23 +197,23 @@ def plot(reference: dict, ours: dict, path: Path) -> None:
             size = max(len(a), len(b))
             a, b = np.pad(a, (0, size - len(a))), np.pad(b, (0, size - len(b)))
             x = np.arange(size)
-            ax.bar(x - 0.2, a / a.sum(), 0.4, label=f"reference ({int(a.sum()):,})")
-            ax.bar(x + 0.2, b / b.sum(), 0.4, label=f"ours ({int(b.sum()):,})")
+            ax.bar(x - 0.2, a / a.sum(), 0.4, label="reference script")
+            ax.bar(x + 0.2, b / b.sum(), 0.4, label="ours")
             if histogram == "goal_type":
                 ax.set_xticks(x, list(ref[histogram]), rotation=60, fontsize=6)
             else:
                 ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.set_title(
-                f"{name}: {histogram.replace('_', ' ')} (TV {total_variation(a, b):.3f})",
+                f"{name}: {histogram.replace('_', ' ')} (TV {total_variation(a, b):.3f}; "
+                f"{int(a.sum()):,} vs {int(b.sum()):,} rulesets)",
                 fontsize=8,
             )
             ax.tick_params(labelsize=7)
-            if row == 0 and col == 0:
-                ax.legend(fontsize=7)
+    legend_outside(fig, axes[0, 0], title="share of rulesets")
+    fig.suptitle("XLand-MiniGrid rulesets: the reference script's generator and ours", fontsize=10)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path)
 
 
 def parser() -> CommandParser:

@@ -1,4 +1,4 @@
-"""HER's bit-flipping experiment: greedy success rate vs env steps, DQN and DQN+HER.
+"""HER's bit flipping: greedy success rate vs env steps, DQN and DQN+HER.
 
     acl bit-flip [--bits 10 15 20 30 40 50] [--seeds 3]
         [--budget STEPS] [--variants her dqn] [--no-early-stop]
@@ -154,32 +154,42 @@ def table_rows(results: dict) -> list[dict]:
 
 
 def plot(results: dict, path: Path) -> None:
+    """Greedy success against env steps per bit count, DQN+HER and DQN, mean ± SE over
+    seeds, every panel on the same axes."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from acl.core.plot_style import BAND_ALPHA, legend_outside, save, se_band_label, steps_axis
+    from acl.run.results import mean_se
+
     ns = list(results)
-    fig, axes = plt.subplots(1, len(ns), figsize=(4 * len(ns), 3.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(ns), figsize=(3.6 * len(ns), 3.2), squeeze=False, sharey=True)
+    seeds = []
     for ax, n in zip(axes[0], ns):
-        for variant, style in (("her", "-"), ("dqn", "--")):
+        for variant, style, color in (("her", "-", "C0"), ("dqn", "--", "C1")):
             run = results[n].get(variant)
             if not run:
                 continue
             x = np.asarray(run["env_steps"])
             y = np.asarray(run["success"])  # [chunks, S]
+            mean, se = mean_se(y, axis=1)
             label = "DQN+HER" if variant == "her" else "DQN"
-            ax.plot(x, y.mean(1), style, label=label)
-            ax.fill_between(x, y.min(1), y.max(1), alpha=0.2)
-        ax.axhline(LEVEL, color="grey", lw=0.5)
-        ax.set_title(f"{n} bits")
+            ax.plot(x, mean, style, color=color, label=label)
+            ax.fill_between(x, mean - se, mean + se, color=color, alpha=BAND_ALPHA, lw=0)
+            seeds.append(y.shape[1])
+        ax.axhline(LEVEL, color="grey", lw=0.5, label=f"{LEVEL:g}% (the stop)")
+        ax.set_title(f"{n} bits", fontsize=9)
         ax.set_xlabel("env steps per seed")
+        steps_axis(ax.xaxis)
         ax.set_ylim(-2, 102)
+        ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("greedy success % (100 goals)")
-    axes[0][0].legend()
+    fig.suptitle("bit_flip, uniform goals (Random teacher)", fontsize=10)
+    legend_outside(fig, list(axes[0]), band=se_band_label(seeds))
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def parser() -> CommandParser:

@@ -149,7 +149,7 @@ def timing_cells(result: dict) -> dict[str, str]:
 
 def run_comparison(out: Path, data: dict, config, run, table, plot, **extra) -> None:
     """Run every method of `config` (`run(method) -> result dict`), print `table(results)`
-    and write the outputs (`plot(results, path)`)."""
+    and write the outputs (`plot(results, path, title)`, `comparison_title`)."""
     from acl.run.results import enable_compilation_cache
 
     enable_compilation_cache()
@@ -157,7 +157,10 @@ def run_comparison(out: Path, data: dict, config, run, table, plot, **extra) -> 
     text = table(results)
     print(text)
     seeds = [config.base.seed + i for i in range(config.base.num_seeds)]
-    write_comparison(out, data, seeds, results, text, lambda path: plot(results, path), **extra)
+    title = comparison_title(data)
+    write_comparison(
+        out, data, seeds, results, text, lambda path: plot(results, path, title), **extra
+    )
 
 
 def comparison_main(
@@ -317,42 +320,62 @@ class CurvePanel(NamedTuple):
 
 
 class CurvesFigure(NamedTuple):
-    """A comparison's `plot(results, path)`: `plot_curves` with these panels."""
+    """A comparison's `plot(results, path, title)`: `plot_curves` with these panels."""
 
     panels: tuple[CurvePanel, ...]
     figsize: tuple[float, float]
 
-    def __call__(self, results: list[dict], path: Path) -> None:
-        plot_curves(results, self.panels, self.figsize, path)
+    def __call__(self, results: list[dict], path: Path, title: str = "") -> None:
+        plot_curves(results, self.panels, self.figsize, path, title)
+
+
+def comparison_title(data: dict) -> str:
+    """ "goal_maze, layout u_maze": a comparison's env from its config (`data`, as in
+    results.json), as a figure's title."""
+    env = data.get("base", {}).get("env", {})
+    layout = env.get("layout")
+    return f"{env.get('name', '')}" + (f", layout {layout}" if layout else "")
 
 
 def plot_mean_se(ax: Axes, steps: np.ndarray, curve: np.ndarray, label: str) -> None:
     """A curve [S, T] against steps [T]: its mean over seeds, and a band of ± its
     standard error (none with one seed)."""
+    from acl.core.plot_style import BAND_ALPHA
+
     mean, se = mean_se(curve, axis=0)
-    ax.plot(steps, mean, label=label)
-    ax.fill_between(steps, mean - se, mean + se, alpha=0.2)
+    line = ax.plot(steps, mean, label=label)[0]
+    ax.fill_between(steps, mean - se, mean + se, color=line.get_color(), alpha=BAND_ALPHA, lw=0)
 
 
 def plot_curves(
-    results: list[dict], panels: tuple[CurvePanel, ...], figsize: tuple[float, float], path: Path
+    results: list[dict],
+    panels: tuple[CurvePanel, ...],
+    figsize: tuple[float, float],
+    path: Path,
+    title: str = "",
 ) -> None:
-    """A row of panels against env steps per seed, every method's mean ± SE in each; the
-    legend in the first."""
+    """A row of panels against env steps per seed, every method's mean ± SE in each, on
+    one env-steps axis; one legend beside them, naming the band."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(panels), figsize=figsize)
+    from acl.core.plot_style import legend_outside, save, se_band_label, steps_axis
+
+    fig, axes = plt.subplots(1, len(panels), figsize=figsize, sharex=True)
     for r in results:
         steps = np.asarray(r["env_steps"])
         for ax, panel in zip(axes, panels):
             plot_mean_se(ax, steps, np.asarray(r[panel.curve]), r["method"])
     for ax, panel in zip(axes, panels):
         limits = {} if panel.ylim is None else {"ylim": panel.ylim}
-        ax.set(xlabel="env steps / seed", ylabel=panel.ylabel, **limits)
-    axes[0].legend()
+        ax.set(xlabel="env steps per seed", ylabel=panel.ylabel, **limits)
+        steps_axis(ax.xaxis)
+        ax.grid(alpha=0.3)
+    seeds = [len(r[panels[0].curve]) for r in results]
+    legend_outside(fig, list(axes), band=se_band_label(seeds), title="method")
+    if title:
+        fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)

@@ -1,5 +1,7 @@
-"""Jump-Start RL (Uchendu et al. 2023) vs learning from scratch: PPO on a sparse-reward
-goal_maze, several vmapped seeds per method, the same env-step budget.
+"""Jump-Start RL (Uchendu et al. 2023) vs learning from scratch, on goal_maze.
+
+PPO on a sparse-reward goal_maze, several vmapped seeds per method, the same env-step
+budget.
 
     acl jsrl [--config experiments/configs/jsrl_goal_maze.yaml]
         [--set base.loop.total_env_steps=100000 ...] [--methods jsrl jsrl_random scratch]

@@ -1,5 +1,6 @@
-"""teachDeepRL's teacher logic in numpy, run on the toy bandit: the reference our JAX
-teachers are measured against beyond the 3 seeds of its own code.
+"""teachDeepRL's teacher logic in numpy, run on the toy bandit.
+
+The reference our JAX teachers are measured against beyond the 3 seeds of its own code.
 
     acl reference-teachers [--teachers covar_gmm alp_gmm riac]
         [--dims 2 3] [--seeds 8] [--episodes 20000] [--score-every 1000]

@@ -1,4 +1,5 @@
-"""Reverse curriculum (Florensa et al. 2017) vs uniform starts vs a fixed far start:
+"""Reverse curriculum (Florensa et al. 2017) against uniform and fixed far starts.
+
 PPO on goal_maze or point_maze, several vmapped seeds per method.
 
     acl reverse-curriculum [--config experiments/configs/reverse_curriculum.yaml]

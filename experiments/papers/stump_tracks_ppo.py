@@ -1,5 +1,7 @@
-"""Does PPO learn to walk on Stump Tracks? Train on the easiest task for several vmapped
-seeds and compare the training return early and late in the run.
+"""Does PPO learn to walk on Stump Tracks? Its training return, early against late.
+
+Train on the easiest task for several vmapped seeds and compare the training return early
+and late in the run.
 
     acl stump-tracks-ppo                                   # GPU-sized
     acl stump-tracks-ppo --out runs/stump_tracks_ppo_cpu \\
@@ -355,6 +357,11 @@ def load_policy(run_dir: str | Path, seed_index: int | None = None):
 # -- outputs ---------------------------------------------------------------------------------
 
 
+def curve_title(num_seeds: int) -> str:
+    """The learning curve's title."""
+    return f"PPO on stump_tracks, task (0, 6), {num_seeds} seeds"
+
+
 def plot_curves(curve: np.ndarray, out: Path, title: str, steps_per_update: int) -> None:
     """Per-seed training-return curves (NaN gaps bridged) and their mean."""
     import matplotlib
@@ -362,8 +369,10 @@ def plot_curves(curve: np.ndarray, out: Path, title: str, steps_per_update: int)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from acl.core.plot_style import legend_outside, save, steps_axis
+
     steps = (np.arange(curve.shape[1]) + 1) * steps_per_update
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(6.5, 3.6))
     for i, seed_curve in enumerate(curve):
         ok = np.isfinite(seed_curve)
         ax.plot(steps[ok], seed_curve[ok], lw=0.8, alpha=0.6, label=f"seed {i}")
@@ -371,15 +380,15 @@ def plot_curves(curve: np.ndarray, out: Path, title: str, steps_per_update: int)
         warnings.simplefilter("ignore", RuntimeWarning)  # updates where no seed had an episode
         mean = np.nanmean(curve, axis=0)
     ok = np.isfinite(mean)
-    ax.plot(steps[ok], mean[ok], color="black", lw=1.6, label="mean over seeds")
+    ax.plot(steps[ok], mean[ok], color="black", lw=1.6, label=f"mean over {len(curve)} seeds")
     ax.set_xlabel("env steps per seed")
+    steps_axis(ax.xaxis)
     ax.set_ylabel("training return (episodes ended in the update)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    ax.set_title(title)
+    ax.set_title(title, fontsize=10)
+    legend_outside(fig, ax)
     fig.tight_layout()
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
+    save(fig, out)
 
 
 def parser() -> CommandParser:
@@ -483,7 +492,7 @@ def main(argv=None) -> int:
     plot_curves(
         curve,
         out / "learning_curve.png",
-        f"PPO on stump_tracks (0, 6), {config.num_seeds} seeds",
+        curve_title(config.num_seeds),
         trainer.schedule.steps_per_iteration,
     )
     save_checkpoint(out, config, agent_state)

@@ -1,6 +1,7 @@
-"""SVGG (Castanet, Sigaud, Lamprier 2023) against goal baselines on point_maze: success
-coverage against env steps, several vmapped seeds per method, the same budget and seeds
-for all.
+"""SVGG (Castanet, Sigaud, Lamprier 2023) against goal baselines on point_maze.
+
+Success coverage against env steps, several vmapped seeds per method, the same budget and
+seeds for all.
 
     acl svgg [--config experiments/configs/svgg_point_maze.yaml]
         [--set base.loop.total_env_steps=100000 ...] [--methods svgg random_goal]
@@ -352,44 +353,56 @@ def draw_walls(ax, env) -> None:
         ax.plot([x0, x1], [y0, y1], color="black", lw=2)
 
 
-def plot(results: list[dict], config: SVGGExperimentConfig, path: Path) -> None:
+def plot(results: list[dict], config: SVGGExperimentConfig, path: Path, title: str = "") -> None:
+    """Success coverage against env steps (mean ± SE over seeds), then per method the
+    final success rate of every coverage goal over the maze, on one colour scale."""
     import matplotlib
-    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    from acl.core.plot_style import legend_outside, save, se_band_label, steps_axis
 
     recovery = results[0]["change_index"] is not None
     # The maze of the last evaluation (after the change, with --recovery).
     walls = config.recovery.walls if recovery else None
     env = make_trainer(config, results[0]["method"], walls)[1]
-    fig, axes = plt.subplots(1, 1 + len(results), figsize=(4.2 * (1 + len(results)), 3.8))
+    fig, axes = plt.subplots(
+        1, 1 + len(results), figsize=(3.3 * (1 + len(results)) + 1, 3.4), layout="constrained"
+    )
     ax = axes[0]
     for r in results:
         plot_mean_se(ax, np.asarray(r["env_steps"]), np.asarray(r["coverage"]), r["method"])
     if recovery:
         ax.axvline(results[0]["change_step"], color="grey", ls="--", label="maze changes")
-    ax.set(xlabel="env steps / seed", ylabel="success coverage", ylim=(-0.02, 1.02))
-    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x / 1e3:g}k"))
-    ax.legend()
+    ax.set(xlabel="env steps per seed", ylabel="success coverage", ylim=(-0.02, 1.02))
+    steps_axis(ax.xaxis)
+    ax.grid(alpha=0.3)
+    ax.set_title("coverage", fontsize=9)
     for ax, r in zip(axes[1:], results):
         goals = np.asarray(r["coverage_goals"][-1])
         hit = np.asarray(r["goal_success_final"]).mean(0)
-        sc = ax.scatter(goals[:, 0], goals[:, 1], c=hit, cmap="RdYlGn", vmin=0, vmax=1, s=40)
+        sc = ax.scatter(goals[:, 0], goals[:, 1], c=hit, cmap="RdYlGn", vmin=0, vmax=1, s=22)
         parts = np.asarray(r["particles_final"])
         if parts.size:
             ax.scatter(
-                parts[0, :, 0], parts[0, :, 1], s=6, color="navy", label="particles (seed 0)"
+                parts[0, :, 0], parts[0, :, 1], s=5, color="navy", label="particles (seed 0)"
             )
-            ax.legend(loc="lower right", fontsize=7)
         draw_walls(ax, env)
         start = np.asarray(env.task_space.default)[:2]
-        ax.plot(*start, marker="*", color="blue", ms=12)
-        ax.set(xlim=(0, 1), ylim=(0, 1), aspect="equal", title=f"{r['method']}: final success")
-        fig.colorbar(sc, ax=ax, fraction=0.046)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+        ax.plot(*start, marker="*", color="blue", ms=10, ls="")
+        ax.set(xlim=(0, 1), ylim=(0, 1), aspect="equal", xticks=[0, 0.5, 1], yticks=[0, 0.5, 1])
+        ax.set_title(f"{r['method']}: final success", fontsize=9)
+    fig.colorbar(sc, ax=list(axes[1:]), shrink=0.8, label="success rate, mean over seeds")
+    extra = [
+        (Line2D([], [], color="black", lw=2), "wall"),
+        (Line2D([], [], marker="*", color="blue", ms=10, ls=""), "start"),
+    ]
+    seeds = [len(r["coverage"]) for r in results]
+    legend_outside(fig, list(axes), band=se_band_label(seeds), extra=extra)
+    fig.suptitle(title or "SVGG comparison", fontsize=10)
+    save(fig, path)
 
 
 def parser() -> CommandParser:
@@ -421,7 +434,7 @@ def main(argv=None) -> int:
         config,
         lambda m: run_method(config, m, args.recovery, not args.no_progress),
         table,
-        lambda results, path: plot(results, config, path),
+        lambda results, path, title: plot(results, config, path, title),
         recovery=args.recovery,
     )
     return 0

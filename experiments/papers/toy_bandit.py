@@ -1,5 +1,6 @@
-"""teachDeepRL's toy-bandit benchmark: Random, RIAC, ALP-GMM and Covar-GMM on the
-continuous bandit student, 16 vmapped seeds each.
+"""teachDeepRL's toy bandit: Random, RIAC, ALP-GMM and Covar-GMM, seeds vmapped.
+
+The continuous bandit student, 16 vmapped seeds per teacher by default.
 
     acl toy-bandit [--settings d2 d2_distractors3 d3 d4]
         [--teachers random riac alp_gmm covar_gmm] [--seeds 16] [--episodes 20000]
@@ -88,29 +89,48 @@ def summarise_reach(values: list[int | None]) -> str:
     return f"{np.mean(reached):,.0f} ({len(reached)}/{len(values)})"
 
 
+def setting_title(setting: str) -> str:
+    """ "d = 2 + 3 distractors": a setting's bandit, as a panel's title."""
+    options = SETTINGS[setting]
+    distractors = options["num_distractors"]
+    return f"d = {options['num_dims']}" + (f" + {distractors} distractors" if distractors else "")
+
+
 def plot(results: list[dict], out: Path, score_every: int) -> None:
+    """% mastered against episodes, mean ± SE over seeds: one panel per setting in the
+    results, every panel on the same axes, one line per teacher."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from acl.core.plot_style import BAND_ALPHA, legend_outside, save, se_band_label, steps_axis
+
     settings = sorted({r["setting"] for r in results}, key=list(SETTINGS).index)
-    fig, axes = plt.subplots(1, len(settings), figsize=(5 * len(settings), 4), squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(settings), figsize=(4.2 * len(settings), 3.4), squeeze=False, sharey=True
+    )
+    labels = list(dict.fromkeys(teacher_label(r["teacher"], r["options"]) for r in results))
+    colors = {label: f"C{i}" for i, label in enumerate(labels)}
     for ax, setting in zip(axes[0], settings):
         for r in (r for r in results if r["setting"] == setting):
             scores = np.asarray(r["scores"])
             x = (np.arange(scores.shape[1]) + 1) * score_every
             mean, se = mean_se(scores, axis=0)
-            ax.plot(x, mean, label=teacher_label(r["teacher"], r["options"]))
-            ax.fill_between(x, mean - se, mean + se, alpha=0.25)
-        ax.set_title(f"toy bandit, {setting}")
+            label = teacher_label(r["teacher"], r["options"])
+            ax.plot(x, mean, label=label, color=colors[label])
+            ax.fill_between(x, mean - se, mean + se, color=colors[label], alpha=BAND_ALPHA, lw=0)
+        ax.set_title(setting_title(setting), fontsize=9)
         ax.set_xlabel("episodes")
-        ax.set_ylabel("% mastered (mean ± SE)")
+        steps_axis(ax.xaxis)
+        ax.set_ylim(-2, 102)
         ax.grid(alpha=0.3)
-        ax.legend()
+    axes[0][0].set_ylabel("% of cubes mastered")
+    fig.suptitle("toy bandit (teachDeepRL's protocol): % mastered per setting", fontsize=10)
+    seeds = [len(r["scores"]) for r in results]
+    legend_outside(fig, list(axes[0]), band=se_band_label(seeds), title="teacher")
     fig.tight_layout()
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
+    save(fig, out)
 
 
 def parser() -> CommandParser:

@@ -1,5 +1,6 @@
-"""The UED maze comparison: DR, PLR, robust PLR, ACCEL and PAIRED, zero-shot on the
-held-out mazes, beside the published solve rates.
+"""The UED maze comparison: DR, PLR, robust PLR, ACCEL, PAIRED on held-out mazes.
+
+Zero-shot solve rates on the held-out mazes, beside the published ones.
 
     acl ued-mazes --preset cpu [--methods dr plr ...] [--seeds N]
         [--set KEY=VALUE ...] [--out runs/ued_mazes] [--no-progress]
@@ -298,20 +299,31 @@ def plot(records: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from acl.core.plot_style import legend_outside, save, seed_count_text, with_seed_counts
+
     mazes = records[0]["mazes"]
     width = 0.8 / len(records)
     x = np.arange(len(mazes))
-    fig, ax = plt.subplots(figsize=(max(8, 1.1 * len(mazes)), 3.8))
-    for i, r in enumerate(records):
+    fig, ax = plt.subplots(figsize=(max(7, 0.9 * len(mazes)), 3.4))
+    labels = with_seed_counts([r["method"] for r in records], [r["seeds"] for r in records])
+    for i, (r, label) in enumerate(zip(records, labels, strict=True)):
         rates = np.asarray(r["solve_sampled"])
         mean, se = mean_se(rates, axis=0)
-        ax.bar(x + i * width, mean, width, yerr=se, label=r["method"], capsize=2)
+        ax.bar(x + i * width, mean, width, yerr=se, label=label, capsize=2)
     ax.set_xticks(x + 0.4 - width / 2, mazes, rotation=30, ha="right")
     ax.set(ylabel="solve rate (sampled, 10 attempts)", ylim=(0, 1.02))
-    ax.legend(ncol=len(records), fontsize=8)
+    ax.grid(alpha=0.3, axis="y")
+    steps = {r["env_steps"] for r in records}
+    budget = f", {steps.pop():,} env steps per seed" if len(steps) == 1 else ""
+    last = records[0]["final_evaluations"]
+    ax.set_title(
+        f"maze, {len(mazes)} held-out mazes: solve rate over the last {last} evaluations{budget}",
+        fontsize=9,
+    )
+    seeds = seed_count_text(r["seeds"] for r in records)
+    legend_outside(fig, ax, title=f"method\n(error bars: ± 1 SE\nover {seeds} seeds)")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def run_method(method: str, args: argparse.Namespace, out: Path, max_seconds: float | None) -> None:

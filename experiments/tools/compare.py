@@ -1,5 +1,6 @@
-"""Compare finished runs side by side: acl compare BASELINE_DIR RUN_DIR [RUN_DIR ...]
-[--out DIR].
+"""Compare finished runs side by side: final % mastered, Welch's p, curves.
+
+    acl compare BASELINE_DIR RUN_DIR [RUN_DIR ...] [--out DIR]
 
 The first run is the baseline. Prints a table with each run's final % mastered (mean ±
 SE over seeds), its difference from the baseline, that difference in units of the
@@ -9,9 +10,10 @@ combined SE √(SE_a² + SE_b²), and Welch's p. With `--out` it writes:
   the run's name where two runs share a teacher), `final_pct_mastered_mean`, `_se`,
   `_per_seed`, `env_steps`, `wall_seconds` (and `infeasible_share` where the env has a
   feasibility map); and `welch_p_<run>_vs_<baseline>` for every other run;
-- comparison.png: the learning curves;
-- sampled_tasks.png: where each teacher sampled (its tasks.csv), over the env's
-  feasibility map where it has one (`env.reachable`) and the test set's box.
+- comparison.png: the learning curves, mean ± SE over seeds;
+- sampled_tasks.png: where each teacher sampled (its tasks.csv; first half of training
+  blue, second orange), over the env's feasibility map where it has one
+  (`env.reachable`) and the test set's box, with the infeasible share per run.
 """
 
 from __future__ import annotations
@@ -19,12 +21,18 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from acl.run.results import RunDir, format_table, plot_learning_curves
 from experiments.cli import CommandParser, one_line_errors
+
+if TYPE_CHECKING:  # pandas loads with the first run read: `--help` stays fast
+    import pandas as pd
 
 
 def _key(summary: dict, taken: set[str]) -> str:
@@ -49,41 +57,128 @@ def infeasible_share(env, tasks: np.ndarray) -> float | None:
     return float(1.0 - np.mean(reachable(tasks)))
 
 
-def plot_sampled_tasks(runs: dict[str, tuple], out: Path) -> None:
-    """One panel per run: its sampled tasks (first two dimensions) over the feasibility
-    map, with the test set's box outlined. `runs` maps label -> (env, tasks frame)."""
+def setting_title(config: dict) -> str:
+    """ "point_reach, challenge unfeasible": a run's env and challenge, from its config (the
+    env alone where the config sets no challenge)."""
+    from acl.benchmark.stats import setting_label
+
+    challenge = config.get("challenge") or {}
+    if not challenge.get("name"):
+        return config["env"]["name"]
+    label = setting_label(challenge["name"], challenge.get("expert", "none"))
+    return f"{config['env']['name']}, challenge {label}"
+
+
+@dataclass(frozen=True)
+class SampledTasks:
+    """A run's logged training tasks (its tasks.csv) and the env they were drawn for."""
+
+    env: Any
+    frame: pd.DataFrame
+
+    @property
+    def names(self) -> list[str]:
+        return [c for c in self.frame.columns if c not in ("chunk", "seed")]
+
+    @property
+    def tasks(self) -> np.ndarray:
+        """[K, D] in env units."""
+        return self.frame[self.names].to_numpy(np.float64)
+
+    @property
+    def infeasible_share(self) -> float | None:
+        return infeasible_share(self.env, self.tasks)
+
+
+def sampled_tasks_of(run: RunDir) -> SampledTasks | None:
+    """The run's SampledTasks; None where it logged no tasks."""
+    import pandas as pd
+
+    if not (run.path / "tasks.csv").exists():
+        return None
+    return SampledTasks(_env_of(run), pd.read_csv(run.path / "tasks.csv"))
+
+
+def _panel_limits(runs: dict[str, SampledTasks]) -> tuple[tuple[float, float], ...]:
+    """The x and y limits every panel shares: every run's tasks and its env's task space
+    (the test set's box), with a margin."""
+    lows, highs = [], []
+    for sampled in runs.values():
+        tasks = _two_columns(sampled.tasks)
+        box = np.stack([sampled.env.task_space.low, sampled.env.task_space.high])[:, :2]
+        lows.append(np.minimum(tasks.min(0), box[0]) if len(tasks) else box[0])
+        highs.append(np.maximum(tasks.max(0), box[1]) if len(tasks) else box[1])
+    low, high = np.min(lows, axis=0), np.max(highs, axis=0)
+    margin = 0.03 * np.where(high > low, high - low, 1.0)
+    return tuple((float(lo), float(hi)) for lo, hi in zip(low - margin, high + margin))
+
+
+def _two_columns(tasks: np.ndarray) -> np.ndarray:
+    """The first two task dimensions; a 1-D space gets a zero second one."""
+    if tasks.shape[1] < 2:
+        return np.concatenate([tasks, np.zeros_like(tasks)], axis=1)
+    return tasks[:, :2]
+
+
+INFEASIBLE = "#f6d5d2"
+MAX_POINTS = 4000
+"""Tasks drawn per panel at most, a fixed random subset: more only blur into a PNG that
+compresses badly."""
+
+
+def _drawn(count: int) -> np.ndarray:
+    """The indices of the tasks a panel draws (all up to MAX_POINTS; seeded)."""
+    if count <= MAX_POINTS:
+        return np.arange(count)
+    return np.random.default_rng(0).choice(count, MAX_POINTS, replace=False)
+
+
+def plot_sampled_tasks(runs: dict[str, SampledTasks], out: Path, title: str = "") -> None:
+    """One panel per run, all on the same axes: its sampled tasks (first two dimensions),
+    the first half of training in blue and the second in orange, over the env's feasibility
+    map (infeasible tasks shaded, the feasible region's edge outlined above the points)
+    where it has one, with the test set's box dashed. Each panel's title gives the share of
+    its tasks that were infeasible."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
-    fig, axes = plt.subplots(1, len(runs), figsize=(4.5 * len(runs), 4), squeeze=False)
-    for ax, (label, (env, frame)) in zip(axes[0], runs.items()):
-        names = [c for c in frame.columns if c not in ("chunk", "seed")]
-        tasks = frame[names].to_numpy(np.float64)
-        if tasks.shape[1] < 2:
-            tasks = np.concatenate([tasks, np.zeros_like(tasks)], axis=1)
-            names = [*names, ""]
-        lo, hi = tasks.min(0)[:2], tasks.max(0)[:2]
+    from acl.core.plot_style import FIRST_HALF, SECOND_HALF, legend_outside, save
+
+    (x_lo, x_hi), (y_lo, y_hi) = _panel_limits(runs)
+    fig, axes = plt.subplots(
+        1, len(runs), figsize=(3.8 * len(runs), 3.6), squeeze=False, sharex=True, sharey=True
+    )
+    has_map = False
+    for ax, (label, sampled) in zip(axes[0], runs.items()):
+        frame, env = sampled.frame, sampled.env
+        names, tasks = sampled.names, _two_columns(sampled.tasks)
         reachable = getattr(env, "reachable", None)
         if reachable is not None and len(names) == 2:
-            xs = np.linspace(min(lo[0], env.task_space.low[0]), hi[0], 300)
-            ys = np.linspace(min(lo[1], env.task_space.low[1]), hi[1], 200)
-            grid = np.stack(np.meshgrid(xs, ys, indexing="xy"), -1)
-            ax.contourf(
-                xs,
-                ys,
-                reachable(grid).astype(float),
-                levels=[-0.5, 0.5, 1.5],
-                colors=["#f4c7c3", "#d9ead3"],
+            has_map = True
+            xs, ys = np.linspace(x_lo, x_hi, 300), np.linspace(y_lo, y_hi, 200)
+            feasible = reachable(np.stack(np.meshgrid(xs, ys, indexing="xy"), -1)).astype(float)
+            ax.contourf(xs, ys, feasible, levels=[-0.5, 0.5], colors=[INFEASIBLE], zorder=0)
+            ax.contour(
+                xs, ys, feasible, levels=[0.5], colors=["darkgreen"], linewidths=1.5, zorder=3
             )
-        late = frame["chunk"] >= frame["chunk"].max() / 2
-        ax.scatter(
-            tasks[~late, 0], tasks[~late, 1], s=2, alpha=0.3, c="tab:gray", label="first half"
-        )
-        ax.scatter(
-            tasks[late, 0], tasks[late, 1], s=2, alpha=0.4, c="tab:blue", label="second half"
-        )
+        late = (frame["chunk"] >= frame["chunk"].max() / 2).to_numpy()
+        drawn = np.zeros(len(tasks), bool)
+        drawn[_drawn(len(tasks))] = True
+        for half, color in ((~late & drawn, FIRST_HALF), (late & drawn, SECOND_HALF)):
+            ax.scatter(
+                tasks[half, 0],
+                tasks[half, 1],
+                s=2.5,
+                alpha=0.5,
+                color=color,
+                lw=0,
+                zorder=2,
+                rasterized=True,
+            )
         box_lo, box_hi = env.task_space.low, env.task_space.high
         ax.add_patch(
             plt.Rectangle(
@@ -91,19 +186,60 @@ def plot_sampled_tasks(runs: dict[str, tuple], out: Path) -> None:
                 box_hi[0] - box_lo[0],
                 box_hi[1] - box_lo[1],
                 fill=False,
-                lw=1.5,
+                lw=1.2,
                 ls="--",
+                zorder=4,
                 label="test set's space",
             )
         )
+        share = sampled.infeasible_share
+        handed = f"{len(tasks):,} tasks"
+        if share is not None:
+            handed = f"{100 * share:.0f}% of {handed} infeasible"
+        ax.set_title(f"{label}\n{handed} ({drawn.sum():,} drawn)", fontsize=8)
         ax.set_xlabel(names[0])
-        ax.set_ylabel(names[1])
-        ax.set_title(label, fontsize=9)
-    axes[0][0].legend(loc="upper right", fontsize=7, markerscale=4)
-    fig.suptitle("tasks handed out (green: feasible, red: infeasible)", fontsize=10)
+        ax.set_xlim(x_lo, x_hi)
+        ax.set_ylim(y_lo, y_hi)
+    axes[0][0].set_ylabel(names[1] if len(names) > 1 else "")
+
+    def dot(color: str) -> Line2D:
+        return Line2D([], [], ls="", marker="o", ms=5, color=color)
+
+    extra = [
+        (dot(FIRST_HALF), "first half of training"),
+        (dot(SECOND_HALF), "second half of training"),
+    ]
+    if has_map:
+        extra += [
+            (Line2D([], [], color="darkgreen", lw=1.5), "edge of the feasible region"),
+            (Patch(facecolor=INFEASIBLE), "infeasible"),
+        ]
+    legend_outside(fig, list(axes[0]), extra=extra)
+    fig.suptitle(f"Tasks handed out: {title}" if title else "Tasks handed out", fontsize=10)
     fig.tight_layout()
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
+    save(fig, out)
+
+
+def _label(run: RunDir) -> str:
+    summary = run.read_summary()
+    return f"{summary['teacher']} ({summary['name']})"
+
+
+def draw_learning_curves(runs: Sequence[RunDir], path: Path) -> None:
+    """comparison.png: the runs' learning curves, titled with the first run's env and
+    challenge."""
+    title = setting_title(runs[0].read_config_dict())
+    curves = {_label(run): run.read_metrics() for run in runs}
+    plot_learning_curves(curves, path, title=f"% mastered on the test set: {title}")
+
+
+def draw_sampled_tasks(runs: Sequence[RunDir], path: Path) -> bool:
+    """sampled_tasks.png, where the runs logged tasks; whether it was drawn."""
+    sampled = {_label(run): sampled_tasks_of(run) for run in runs}
+    sampled = {label: tasks for label, tasks in sampled.items() if tasks is not None}
+    if sampled:
+        plot_sampled_tasks(sampled, path, setting_title(runs[0].read_config_dict()))
+    return bool(sampled)
 
 
 def parser() -> CommandParser:
@@ -122,7 +258,7 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
     from acl.benchmark.stats import welch_p
 
-    summaries, curves, sampled, result = [], {}, {}, {}
+    runs, summaries, result = [], [], {}
     for path in args.runs:
         run = RunDir(path)
         try:
@@ -131,8 +267,6 @@ def main(argv=None) -> int:
             print(f"error: {path} has no summary.json (unfinished run?)", file=sys.stderr)
             return 2
         key = _key(summary, set(result))
-        label = f"{summary['teacher']} ({summary['name']})"
-        curves[label] = run.read_metrics()
         entry = {
             "run": summary["name"],
             "final_pct_mastered_mean": summary["final_pct_mastered_mean"],
@@ -141,17 +275,13 @@ def main(argv=None) -> int:
             "env_steps": summary["env_steps"],
             "wall_seconds": summary["wall_seconds"],
         }
-        if (run.path / "tasks.csv").exists():
-            import pandas as pd
-
-            env, frame = _env_of(run), pd.read_csv(run.path / "tasks.csv")
-            sampled[label] = (env, frame)
-            names = [c for c in frame.columns if c not in ("chunk", "seed")]
-            share = infeasible_share(env, frame[names].to_numpy(np.float64))
-            if share is not None:
-                entry["infeasible_share"] = share
+        sampled = sampled_tasks_of(run)
+        share = None if sampled is None else sampled.infeasible_share
+        if share is not None:
+            entry["infeasible_share"] = share
         result[key] = entry
         summaries.append((key, summary))
+        runs.append(run)
 
     base_key, base = summaries[0]
     rows = []
@@ -189,11 +319,13 @@ def main(argv=None) -> int:
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        plot_learning_curves(curves, out / "comparison.png", title="% mastered on the test set")
-        if sampled:
-            plot_sampled_tasks(sampled, out / "sampled_tasks.png")
+        draw_learning_curves(runs, out / "comparison.png")
+        sampled = draw_sampled_tasks(runs, out / "sampled_tasks.png")
         (out / "comparison.json").write_text(json.dumps(result, indent=2))
-        print(f"written: {out / 'comparison.json'}, comparison.png, sampled_tasks.png")
+        print(
+            f"written: {out / 'comparison.json'}, comparison.png"
+            + (", sampled_tasks.png" if sampled else "")
+        )
     return 0
 
 

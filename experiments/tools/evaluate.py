@@ -1,5 +1,9 @@
-"""Re-run the test set with a run directory's saved final policy, beside the figure the
-training run recorded: acl evaluate RUN_DIR [--episodes-per-task N]"""
+"""Re-run the test set with a run directory's saved final policy.
+
+    acl evaluate RUN_DIR [--episodes-per-task N]
+
+Prints % mastered per seed (mean ± SE) beside the figure the training run recorded.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Which teacher helps where: one table over every task space measured so far, rendered
-from the committed result files into docs/results/helps_where.md.
+"""Which teacher helps where: one table over every task space measured so far.
+
+The table is rendered from the committed result files into docs/results/helps_where.md.
 
     acl helps-where             # rewrite docs/results/helps_where.md
     acl helps-where --check     # exit 1 if it is out of date

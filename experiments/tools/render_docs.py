@@ -12,6 +12,10 @@ A block is the text between two comment lines of a Markdown page:
 The opening line names a renderer of `RENDERERS` and its arguments (paths relative to
 the repository root); the text in between is the renderer's output, never typed by hand,
 so a page cannot disagree with the results it shows: `--check` fails where it does.
+
+The figure images the pages show are redrawn from committed result files too
+(experiments.tools.render_figures): a figure is stale when its data or the image changed
+since `experiments/figures/manifest.json` recorded them.
 """
 
 from __future__ import annotations
@@ -121,6 +125,11 @@ def parser() -> CommandParser:
         "--check", action="store_true", help="exit 1 if a block is out of date; write nothing"
     )
     parser.add_argument(
+        "--redraw-figures",
+        action="store_true",
+        help="redraw every registered figure, not only the stale ones (after a plotting change)",
+    )
+    parser.add_argument(
         "--root", default=str(ROOT), help="the repository root whose pages and results to read"
     )
     return parser
@@ -145,7 +154,7 @@ def main(argv=None) -> int:
             print(f"rendered {where}")
     from experiments.tools.render_figures import render_figures
 
-    stale += render_figures(root, check=args.check)
+    stale += render_figures(root, check=args.check, redraw=args.redraw_figures)
     if args.check and stale:
         print(f"out of date: {', '.join(stale)}; run acl render-docs", file=sys.stderr)
         return 1

@@ -1,8 +1,11 @@
-"""The held-out UED mazes (envs.maze_levels.EVALUATION) in one figure, as the README shows.
+"""Draw a named set of held-out UED mazes in one figure.
 
     acl render-maze-levels [--out experiments/figures/maze_held_out.png]
-    acl render-maze-levels --maze-set maze_mini_held_out \
-        --out experiments/figures/maze_mini_held_out.png    # the mini-UED protocol's 9 x 9
+    acl render-maze-levels --maze-set maze_mini_held_out
+        --out experiments/figures/maze_mini_held_out.png   # the mini-UED protocol's 9 x 9
+
+The default set is the published held-out mazes (envs.maze_levels.EVALUATION), as the
+README shows them.
 """
 
 from __future__ import annotations

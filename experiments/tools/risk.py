@@ -1,5 +1,6 @@
-"""Risk over sampled levels, and the regret scores' diagnostic, for the saved final
-students of finished runs ("No Regrets", Rutherford et al. 2024): no retraining.
+"""Risk over sampled levels for the saved final students of finished runs.
+
+Also the regret scores' diagnostic ("No Regrets", Rutherford et al. 2024). No retraining.
 
     acl risk RUN_DIR [RUN_DIR ...] --out DIR
         [--levels 2000] [--episodes 10] [--key 0] [--baseline dr]
@@ -304,10 +305,13 @@ def main(argv=None) -> int:
         json.dumps({"settings": settings, "seconds": seconds, "runs": results}, indent=1)
     )
     (out / "risk.md").write_text(text)
+    from experiments.tools.compare import setting_title
+
     plot(
         results,
         out / "cvar_curves.png",
-        f"{args.levels} sampled levels, {args.episodes} episodes each",
+        f"{setting_title(RunDir(runs[0]).read_config_dict())}: {args.levels:,} sampled levels, "
+        f"{args.episodes} episodes each",
     )
     print(f"wrote {out / 'risk.json'}, {out / 'risk.md'}, {out / 'cvar_curves.png'}")
     return 0

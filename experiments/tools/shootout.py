@@ -1,5 +1,7 @@
-"""Which teacher helps on my env? Every teacher on one env config: the same env, budget,
-test set and seeds, resumable cell by cell, with one report (acl.benchmark.shootout).
+"""Which teacher helps on my env? Every teacher on one env config, one report.
+
+The same env, budget, test set and seeds for every teacher, resumable cell by cell
+(acl.benchmark.shootout).
 
     acl shootout --config peer_cartpole --teachers random alp_gmm covar_gmm riac sfl:cpu plr
     acl shootout --config peer_cartpole --teachers ... --pilot        # seeds 0-7, logged

@@ -1,0 +1,143 @@
+"""The results pages' renderers (experiments.tools.render_results): a committed result
+file, copied and altered, makes `acl render-docs --check` fail until the page is
+rendered again."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from acl.core.errors import ConfigError
+from experiments.cli import ROOT
+from experiments.tools import render_docs
+from experiments.tools.render_results import (
+    RESULTS_RENDERERS,
+    median_interval,
+    terminal_rows,
+)
+
+TOY_BANDIT = "experiments/results/toy_bandit/results.json"
+DRAWN = "experiments/results/bench_teachers_point_reach_drawn.json"
+REPLICATION = "experiments/results/bench_teachers_point_reach_drawn_replication.json"
+
+
+@pytest.fixture(autouse=True)
+def _pages_only(monkeypatch):
+    # A tmp root holds one page's data, not the figures' (tests/test_render_figures.py).
+    monkeypatch.setattr(
+        "experiments.tools.render_figures.render_figures", lambda root, check, redraw=False: []
+    )
+
+
+def results_root(tmp_path: Path, page: str, *files: str) -> Path:
+    """A repository root holding `page` as a results page and copies of committed files."""
+    (tmp_path / "README.md").write_text("# nothing rendered here\n")
+    (tmp_path / "docs" / "results").mkdir(parents=True)
+    (tmp_path / "docs" / "results" / "page.md").write_text(page)
+    for name in files:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, tmp_path / name)
+    return tmp_path
+
+
+def alter(root: Path, name: str, change) -> None:
+    document = json.loads((root / name).read_text())
+    change(document)
+    (root / name).write_text(json.dumps(document))
+
+
+def check(root: Path) -> int:
+    return render_docs.main(["--check", "--root", str(root)])
+
+
+def render(root: Path) -> str:
+    assert render_docs.main(["--root", str(root)]) == 0
+    return (root / "docs" / "results" / "page.md").read_text()
+
+
+def test_an_altered_toy_bandit_score_fails_the_check_until_rendered(tmp_path):
+    page = (
+        f"<!-- render toy_bandit {TOY_BANDIT} --rows covar_gmm=Covar-GMM "
+        '--columns teacher "final % mastered" -->\n<!-- /render -->\n'
+    )
+    root = results_root(tmp_path, page, TOY_BANDIT)
+    assert "| Covar-GMM | 70.0 ± 1.0 |" in render(root)
+    assert check(root) == 0
+
+    def raise_one_seed(document):
+        record = next(r for r in document["results"] if r["teacher"] == "covar_gmm")
+        record["final_per_seed"][0] += 16.0  # the mean over 16 seeds rises by 1.0
+
+    alter(root, TOY_BANDIT, raise_one_seed)
+    assert check(root) == 1
+    assert "| Covar-GMM | 71.0 ± 1.3 |" in render(root)
+    assert check(root) == 0
+
+
+def test_an_altered_round_moves_the_pooled_overhead(tmp_path):
+    page = (
+        f"<!-- render overhead {DRAWN}+{REPLICATION} --rows alp_gmm=ALP-GMM "
+        "--columns teacher rounds overhead interval -->\n<!-- /render -->\n"
+    )
+    root = results_root(tmp_path, page, DRAWN, REPLICATION)
+    assert "| ALP-GMM | 18 | 4.2% | 0.3% to 9.9% (97%) |" in render(root)
+
+    def slow_every_round(document):
+        document["results"]["alp_gmm"]["seconds"] = [
+            s * 1.1 for s in document["results"]["alp_gmm"]["seconds"]
+        ]
+
+    alter(root, REPLICATION, slow_every_round)
+    assert check(root) == 1
+    text = render(root)
+    assert "| ALP-GMM | 18 | 4.2% |" not in text and check(root) == 0
+
+
+def test_an_altered_comparison_changes_its_welch_p(tmp_path):
+    name = "experiments/results/make_run/comparison.json"
+    page = (
+        "<!-- render comparison experiments/results/make_run --rows alp_gmm "
+        '--columns teacher "% mastered" "p vs random" -->\n<!-- /render -->\n'
+    )
+    root = results_root(tmp_path, page, name)
+    assert "| alp_gmm | 100.0 ± 0.0 | 3.1e-05 |" in render(root)
+
+    def one_seed_fails(document):
+        document["alp_gmm"]["final_pct_mastered_per_seed"][0] = 20.0
+
+    alter(root, name, one_seed_fails)
+    assert check(root) == 1
+    assert "| alp_gmm | 95.0 ± 5.0 |" in render(root) and check(root) == 0
+
+
+def test_unknown_rows_and_columns_name_what_the_file_has(tmp_path):
+    root = results_root(tmp_path, "", TOY_BANDIT)
+    toy_bandit = RESULTS_RENDERERS["toy_bandit"]
+    with pytest.raises(ConfigError, match=r"unknown row\(s\) \['plr'\].*'riac'"):
+        toy_bandit(root, TOY_BANDIT, "--rows", "plr")
+    with pytest.raises(ConfigError, match=r"unknown column\(s\) \['score'\]"):
+        toy_bandit(root, TOY_BANDIT, "--columns", "score")
+    with pytest.raises(ConfigError, match="unknown flag --row "):
+        toy_bandit(root, TOY_BANDIT, "--row", "riac")
+
+
+def test_the_median_interval_is_the_order_statistics_that_cover_it():
+    # 18 values: the 5th and 14th cover the median with probability 1 - 2 P(B(18, .5) <= 4).
+    low, high, coverage = median_interval(list(range(1, 19)))
+    assert (low, high) == (5, 14) and coverage == pytest.approx(1 - 2 * 4048 / 2**18)
+    low, high, coverage = median_interval([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert low != low and high != high  # five values cannot give 95%
+
+
+def test_a_terminal_table_reads_back_with_empty_cells():
+    from acl.run.results import format_table
+
+    rows = [{"method": "a b", "p": "", "steps": "1,024 (2/8)"}, {"method": "c", "p": "0.5"}]
+    text = format_table(rows, ["method", "p", "steps"]) + "\n\nsecond table\nignored"
+    assert terminal_rows(text) == [
+        {"method": "a b", "p": "", "steps": "1,024 (2/8)"},
+        {"method": "c", "p": "0.5", "steps": ""},
+    ]
