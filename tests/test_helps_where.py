@@ -173,7 +173,7 @@ def test_a_report_whose_best_teacher_does_not_pass_the_rule(root):
 
 
 def test_a_report_without_the_rules_group_is_one_line(root, capsys):
-    report = root / "experiments/results/shootout/peer_acrobot/report/report.json"
+    report = root / "experiments/results/shootout/peer_pendulum/report/report.json"
     fake_report(report, {"random": (1.0, 1.0, None, None), "dr": (2.0, 1.0, 0.5, 0.5)})
     document = json.loads(report.read_text())
     document["decision_rule"]["test_group"] = "nowhere"

@@ -372,10 +372,13 @@ SPACES = (
         "fitted (their default fits every 150 updates, the run has 64)",
     ),
     Space(
-        "`peer_acrobot`: Acrobot's UED space",
+        "[`peer_acrobot`](peer_spaces.md#acrobot): Acrobot's UED space",
         "JaxUED (`gymnax/acrobot.py`)",
         shootout("peer_acrobot"),
-        SHOOTOUT_CLAUSE,
+        "helping: {helping}. Uniform draws are mostly long, heavy links that nobody "
+        "solves, and 3 of Random's 16 students learn nothing; PLR and robust PLR replay "
+        "short, light links, where JaxUED's log grid lies, and robust PLR learns only on "
+        "them; ALP-GMM and Covar-GMM never fitted (64 updates, default fit every 150)",
     ),
     Space(
         "`peer_pendulum`: Pendulum's UED space",
