@@ -61,7 +61,7 @@ def make_run_block(root: Path, results: str) -> str:
         "",
         f"{hw.name(best.teacher)} − {hw.name(base.teacher)}: {hw.margin_cell(comparison)} "
         f"points, {ratio:.1f} times the SE of the difference; Welch's p = "
-        f"{hw.p_cell(comparison)}. Budget per seed; seeds: {hw.budget_cell(comparison)}.",
+        f"{hw.p_cell(comparison)}. Budget per seed and seeds: {hw.budget_cell(comparison)}.",
     ]
     return "\n".join(lines) + "\n"
 
