@@ -23,6 +23,7 @@ import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -85,8 +86,9 @@ class SampledTasks:
         """[K, D] in env units."""
         return self.frame[self.names].to_numpy(np.float64)
 
-    @property
+    @cached_property
     def infeasible_share(self) -> float | None:
+        # The table and the plot both read it; the feasibility map is not cheap.
         return infeasible_share(self.env, self.tasks)
 
 
@@ -233,10 +235,18 @@ def draw_learning_curves(runs: Sequence[RunDir], path: Path) -> None:
     plot_learning_curves(curves, path, title=f"% mastered on the test set: {title}")
 
 
-def draw_sampled_tasks(runs: Sequence[RunDir], path: Path) -> bool:
-    """sampled_tasks.png, where the runs logged tasks; whether it was drawn."""
+def read_sampled_tasks(runs: Sequence[RunDir]) -> dict[str, SampledTasks]:
+    """Per run label, its SampledTasks, for the runs that logged tasks."""
     sampled = {_label(run): sampled_tasks_of(run) for run in runs}
-    sampled = {label: tasks for label, tasks in sampled.items() if tasks is not None}
+    return {label: tasks for label, tasks in sampled.items() if tasks is not None}
+
+
+def draw_sampled_tasks(
+    runs: Sequence[RunDir], path: Path, sampled: dict[str, SampledTasks] | None = None
+) -> bool:
+    """sampled_tasks.png, where the runs logged tasks (`sampled`: as `read_sampled_tasks`
+    gives them, when already read); whether it was drawn."""
+    sampled = read_sampled_tasks(runs) if sampled is None else sampled
     if sampled:
         plot_sampled_tasks(sampled, path, setting_title(runs[0].read_config_dict()))
     return bool(sampled)
@@ -259,6 +269,7 @@ def main(argv=None) -> int:
     from acl.benchmark.stats import welch_p
 
     runs, summaries, result = [], [], {}
+    sampled_by_label: dict[str, SampledTasks] = {}
     for path in args.runs:
         run = RunDir(path)
         try:
@@ -277,6 +288,8 @@ def main(argv=None) -> int:
         }
         sampled = sampled_tasks_of(run)
         share = None if sampled is None else sampled.infeasible_share
+        if sampled is not None:
+            sampled_by_label[_label(run)] = sampled
         if share is not None:
             entry["infeasible_share"] = share
         result[key] = entry
@@ -320,7 +333,7 @@ def main(argv=None) -> int:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         draw_learning_curves(runs, out / "comparison.png")
-        sampled = draw_sampled_tasks(runs, out / "sampled_tasks.png")
+        sampled = draw_sampled_tasks(runs, out / "sampled_tasks.png", sampled_by_label)
         (out / "comparison.json").write_text(json.dumps(result, indent=2))
         print(
             f"written: {out / 'comparison.json'}, comparison.png"
