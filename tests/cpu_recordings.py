@@ -13,6 +13,12 @@ of behaviour cannot reproduce another CPU's bytes by chance, so accepting any of
 is as strict as knowing which CPU this is. A CPU with no recording of its own can only
 match by luck: record it (`--add-cpu` in tests/golden.py) from a commit whose reference
 recording still passes elsewhere, i.e. before changing the code.
+
+A recording knows its CPU: from the `cpu` entry that recordings now store, or from its
+`cpus/<cpu>/` folder. References recorded before that have no entry, and their CPU is
+unknown. When every recording of a fixture names a CPU and none is this one, nothing
+can be checked here bit for bit (`foreign_only`): a change of behaviour re-recorded on
+one CPU cannot be recorded on the others from the same session.
 """
 
 from __future__ import annotations
@@ -58,3 +64,23 @@ def recordings(reference: Path) -> list[Path]:
     first = [own] if own.exists() else []
     rest = [reference] if reference.exists() else []
     return first + rest + [p for p in others if p != own]
+
+
+def recorded_on(path: Path, stored: str | None) -> str | None:
+    """The CPU a recording was made on: its stored `cpu` entry, else its `cpus/<cpu>/`
+    folder, else None (a reference recorded before recordings stored their CPU)."""
+    if stored:
+        return stored
+    return path.parent.name if path.parent.parent.name == CPUS else None
+
+
+def foreign_only(cpus: list[str | None]) -> str | None:
+    """A reason when the recordings' CPUs (`recorded_on` of each) are all known and none is
+    this CPU, so no recording can be reproduced here bit for bit; else None."""
+    here = cpu_tag()
+    if not cpus or None in cpus or here in cpus:
+        return None
+    return (
+        f"recorded on {', '.join(sorted(set(cpus)))} only, and this CPU is {here}: "
+        "record it here with --add-cpu on a commit whose recording passes on its own CPU"
+    )

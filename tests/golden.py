@@ -15,7 +15,9 @@ commit. A recording is bit-exact on the CPU it was made on only (tests/cpu_recor
 a check passes when the run equals the reference recording or another CPU's recording of
 the same code; `--record` replaces the reference and drops the other CPUs' recordings of
 those teachers, which no longer describe the code; `--add-cpu` adds this CPU's, and is
-right only on a commit whose reference recordings pass on their own CPU.
+right only on a commit whose reference recordings pass on their own CPU. Recordings store
+the CPU they were made on; where every recording of a teacher names another CPU, its check
+is skipped there with that reason, until that CPU's recording is added.
 
 A newly registered teacher needs a config in `CONFIGS` and a recorded fixture
 (tests/test_golden.py fails until it has both).
@@ -65,10 +67,17 @@ import jax
 import numpy as np
 
 from tests.compile_effort import FAST_COMPILE, compile_effort
-from tests.cpu_recordings import CPUS, recordings, this_cpu_path
+from tests.cpu_recordings import (
+    CPUS,
+    cpu_tag,
+    foreign_only,
+    recorded_on,
+    recordings,
+    this_cpu_path,
+)
 
 GOLDEN = Path(__file__).parent / "fixtures" / "golden"
-NOT_COMPARED = ("versions",)
+NOT_COMPARED = ("versions", "cpu")
 
 _PPO = {"name": "ppo", "hidden_sizes": [16], "update_epochs": 2, "num_minibatches": 2}
 # Episode mode: 4 iterations of 4 x 16 steps; the task log holds all 64 tasks each
@@ -348,7 +357,7 @@ def record(name: str, add_cpu: bool = False) -> Path:
         for stale in (GOLDEN / CPUS).glob(f"*/{name}.npz"):
             stale.unlink()
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(path, versions=versions(), **run(name))
+    np.savez_compressed(path, versions=versions(), cpu=np.asarray(cpu_tag()), **run(name))
     return path
 
 
@@ -360,6 +369,18 @@ def _load(path: Path) -> dict[str, np.ndarray]:
 def load(name: str) -> dict[str, np.ndarray]:
     """The recording `check` reports against: this CPU's, else the reference."""
     return _load(recordings(fixture_path(name))[0])
+
+
+def not_checkable_here(name: str) -> str | None:
+    """Why no recording of `name` can be reproduced on this CPU, or None when one can
+    (tests/cpu_recordings.py: `foreign_only`)."""
+    paths = recordings(fixture_path(name))
+    cpus = []
+    for path in paths:
+        with np.load(path) as data:
+            stored = str(data["cpu"]) if "cpu" in data.files else None
+        cpus.append(recorded_on(path, stored))
+    return foreign_only(cpus)
 
 
 def check(name: str) -> list[str]:
@@ -433,6 +454,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.record or args.add_cpu:
             path = record(name, add_cpu=args.add_cpu)
             print(f"{name}: {path.relative_to(GOLDEN)}, {path.stat().st_size / 1024:.1f} KiB")
+            continue
+        reason = not_checkable_here(name)
+        if reason:
+            print(f"{name}: not checked, {reason}")
             continue
         problems = check(name)
         failed += bool(problems)

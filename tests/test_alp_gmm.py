@@ -322,6 +322,7 @@ def test_bootstrap_uses_the_expert_prior_and_scales_returns(teacher):
     assert int(state.history.count) == 2
 
 
+@pytest.mark.slow
 def test_beats_random_on_the_toy_bandit():
     bandit = ToyBandit(num_dims=2)
     alp = make_alp_gmm(bandit.task_space, preset="teachdeeprl", return_bounds=bandit.return_bounds)

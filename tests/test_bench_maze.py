@@ -25,6 +25,7 @@ def raw_document(tmp_path_factory):
     return json.loads(out.read_text())
 
 
+@pytest.mark.slow
 def test_raw_rows_of_our_maze(raw_document):
     doc = raw_document
     assert doc["benchmark"] == "bench_maze" and doc["training"] == []
@@ -100,6 +101,7 @@ def test_training_section_reports_the_teacher_overhead(tmp_path):
     assert dr["env_steps"] == dr["iterations"] * 2 * dr["num_steps"]
 
 
+@pytest.mark.slow
 def test_training_warm_up_reaches_plrs_minimum_fill_in_whole_calls(tiny):
     from acl.benchmark.timing import training_throughput
     from acl.build import make_train

@@ -44,6 +44,7 @@ def _check_document(path, num_envs: list[int], steps: int, repeats: int) -> dict
     return doc
 
 
+@pytest.mark.slow
 def test_bench_writes_rows_and_ratios(tmp_path, capsys):
     out = tmp_path / "bench.json"
     # Box2D runs 0.05 s per repeat: the checks need only steps and seconds above 0.

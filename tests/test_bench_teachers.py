@@ -12,6 +12,7 @@ from experiments.bench import teachers as bench_teachers
 from tests.conftest import TINY
 
 
+@pytest.mark.slow
 def test_overhead_per_round_and_median(tmp_path):
     # TINY with Fixed: each teacher's training compiles apart (~7 s on 2 cores; ALP-GMM's
     # twice that), and Random's is the very program test_bench_maze's warm-up test times,

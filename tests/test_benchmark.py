@@ -54,6 +54,7 @@ def uninterrupted(tmp_path_factory):
     return out, table
 
 
+@pytest.mark.slow
 def test_the_table_is_tidy_and_complete(uninterrupted):
     out, table = uninterrupted
     assert list(table.columns) == list(RESULT_COLUMNS)
@@ -112,6 +113,7 @@ def test_an_interrupted_benchmark_resumes_without_recomputing_finished_cells(
     pd.testing.assert_frame_equal(table, uninterrupted[1])
 
 
+@pytest.mark.slow
 def test_a_results_directory_refuses_a_different_suite(uninterrupted):
     out, _ = uninterrupted
     changed = parse_suite(tiny_suite(teachers={"random": {}}))
@@ -119,6 +121,7 @@ def test_a_results_directory_refuses_a_different_suite(uninterrupted):
         run_suite(changed, out, progress=False)
 
 
+@pytest.mark.slow
 def test_a_suite_that_only_adds_teachers_keeps_the_finished_cells(uninterrupted, tmp_path):
     out, table = uninterrupted
     grown_dir = tmp_path / "grown"
@@ -139,6 +142,7 @@ def test_a_suite_that_only_adds_teachers_keeps_the_finished_cells(uninterrupted,
             run_suite(parse_suite(changed), grown_dir, progress=False, stop_after=0)
 
 
+@pytest.mark.slow
 def test_a_directory_without_its_cells_is_resumed_from_results_csv(uninterrupted, tmp_path):
     # As committed: results.csv, suite.json and provenance.json, no cells/.
     out, table = uninterrupted
@@ -230,6 +234,7 @@ def test_random_action_throughput_counts_every_instance_step():
     assert result["steps_per_second"] == pytest.approx(1200 / result["seconds"])
 
 
+@pytest.mark.slow
 def test_expert_cells_of_a_teacher_without_prior_are_copied_and_equal_a_real_run(
     tmp_path, monkeypatch
 ):
@@ -259,6 +264,7 @@ def test_expert_cells_of_a_teacher_without_prior_are_copied_and_equal_a_real_run
     assert set(ran.expert) == {"none", "high"}
 
 
+@pytest.mark.slow
 def test_a_half_finished_cell_resumes_from_its_checkpoint(uninterrupted, tmp_path, monkeypatch):
     suite = parse_suite(tiny_suite())
     save = RunCheckpoints.save

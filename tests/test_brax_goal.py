@@ -42,6 +42,7 @@ def env():
 # -- fast: no Brax compilation -------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_registered_goal_env_with_documented_spaces(env):
     assert isinstance(env, GoalTaskEnv) and isinstance(env, StartTaskEnv)
     assert env.name == "brax_goal" and env.terminates_on_goal

@@ -184,6 +184,7 @@ class WitnessTeacher(Teacher):
         return {"records": state.records}
 
 
+@pytest.mark.slow
 def test_the_teacher_never_sees_an_env_task_and_the_env_gets_the_true_one():
     config = tiny_config(num_seeds=2)
     base = build_components(config)

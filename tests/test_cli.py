@@ -170,6 +170,7 @@ def test_unreadable_config_file(tmp_path, capsys, content, message):
     assert compiled == []
 
 
+@pytest.mark.slow
 def test_nan_stops_the_run_naming_the_iteration_and_keeps_metrics(tmp_path, capsys):
     config = write_tiny(tmp_path)
     out = tmp_path / "run"
@@ -222,7 +223,15 @@ RUN_CONFIGS = sorted(
 )
 
 
-@pytest.mark.parametrize("path", RUN_CONFIGS, ids=lambda path: path.stem)
+@pytest.mark.parametrize(
+    "path",
+    # Stump Tracks' physics compiles for over 10 s on 2 cores.
+    [
+        pytest.param(p, marks=pytest.mark.slow if p.stem.startswith("stump_tracks") else ())
+        for p in RUN_CONFIGS
+    ],
+    ids=lambda path: path.stem,
+)
 def test_every_run_config_builds_its_trainer(path):
     from acl.build import make_train
 
@@ -232,6 +241,7 @@ def test_every_run_config_builds_its_trainer(path):
     assert trainer.schedule == config.loop.schedule
 
 
+@pytest.mark.slow
 def test_sampled_risk_reevaluates_saved_students(finished_run, tmp_path):
     from experiments.tools import risk as sampled_risk
 
@@ -265,6 +275,7 @@ def test_sampled_risk_refuses_bad_sizes(finished_run, tmp_path):
         sampled_risk.main([str(finished_run), "--out", str(tmp_path), "--levels", "0"])
 
 
+@pytest.mark.slow
 def test_sampled_attempts_give_the_test_sets_cvar(tmp_path):
     config = write_tiny(tmp_path)
     out = tmp_path / "run"

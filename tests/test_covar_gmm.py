@@ -118,6 +118,7 @@ def hard_cluster_mixture(points: np.ndarray, labels: np.ndarray, reg_covar: floa
     return w, m, c
 
 
+@pytest.mark.slow
 def test_fit_matches_the_reference_logic():
     """On one toy-bandit history at d = 3 and from one initial mixture, the teachdeeprl
     preset fits what teachDeepRL's Covar-GMM fits (sklearn, its defaults): same points

@@ -105,6 +105,7 @@ def agent_params(run: Path) -> list[np.ndarray]:
     return leaves
 
 
+@pytest.mark.slow
 def test_a_seed_does_not_depend_on_the_seeds_beside_it(runs):
     """Seed 0 vmapped alone or beside 7 others. Not bit for bit on XLA's CPU backend: the
     final params and the agent's metric summaries differ in the last bits (see
@@ -118,6 +119,7 @@ def test_a_seed_does_not_depend_on_the_seeds_beside_it(runs):
     assert_same_params(agent_params(runs / "alone"), first)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["eight", "sharded"])
 def test_seeds_split_over_four_devices_give_the_one_device_metrics(runs, name):
     """8 seeds over 4 devices (`--devices 4` against `--devices 1`), and 6 seeds padded
@@ -134,6 +136,7 @@ def test_seeds_split_over_four_devices_give_the_one_device_metrics(runs, name):
     assert summary["devices"] == DEVICES and summary["seeds"] == list(range(seeds))
 
 
+@pytest.mark.slow
 def test_a_sharded_run_resumes_from_its_checkpoint_to_the_same_files(runs):
     """The "sharded" run stopped after its first evaluation and resumed over 4 devices
     (over 2, a layout with other padding, the resume was refused: tests/devices_runs.py)."""
@@ -171,6 +174,7 @@ def test_bench_devices_counts_double_up_to_every_device():
     assert default_counts(6) == [1, 2, 4, 6]
 
 
+@pytest.mark.slow
 def test_instances_split_over_devices_give_the_one_device_first_update(runs):
     """PPO's update on a rollout whose 8 instances are split over 4 devices, gradients
     summed over them: the params of one device's update within rtol 1e-5."""
@@ -185,6 +189,7 @@ def test_instances_split_over_devices_give_the_one_device_first_update(runs):
     assert moved > 1e-5, "the update must move the params well beyond the tolerance"
 
 
+@pytest.mark.slow
 def test_sharded_envs_run_feeds_the_teacher_every_devices_episodes(runs):
     run = runs / "shard_envs"
     rows = metrics(run)

@@ -202,6 +202,7 @@ def test_no_tracked_file_mentions_a_stale_path():
     assert not found, "stale references:\n" + "\n".join(found)
 
 
+@pytest.mark.slow
 def test_the_writing_a_teacher_page_runs(tmp_path, monkeypatch):
     # Also the library's one-file-teacher test: a teacher in one module, registered on
     # import with nothing else edited, passes the harness and runs through experiments.run.
@@ -240,6 +241,7 @@ def run_at_tiny_budget(config: dict, tmp_path: Path, name: str) -> tuple[Path, l
     return out, list(csv.DictReader((out / "metrics.csv").open()))
 
 
+@pytest.mark.slow
 def test_the_writing_an_env_page_runs(tmp_path, monkeypatch):
     import tomllib
 

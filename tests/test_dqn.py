@@ -67,6 +67,7 @@ def test_dqn_solves_the_discrete_probe_that_an_untrained_agent_fails(probe):
     np.testing.assert_allclose(metrics.agent_metrics["epsilon"][:, -1], 0.05, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_dqn_is_deterministic_per_seed(probe):
     trainer, train, _, metrics = probe
     _, again = train(trainer.seed_keys())

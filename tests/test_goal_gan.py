@@ -8,6 +8,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from acl.core.spaces import Box
 from acl.core.types import Feedback
@@ -40,6 +41,7 @@ def records(tasks, successes, mask=None) -> Feedback:
     )
 
 
+@pytest.mark.slow
 def test_labels_match_a_hand_computed_goid_set():
     teacher = make(
         Box(low=(-1.0, 0.0, 10.0), high=(1.0, 5.0, 20.0)),
@@ -108,6 +110,7 @@ def success_probability(x):
     return jnp.where(x[..., 0] < 0.8, 1.0, jnp.where(in_band(x), 0.5, 0.0))
 
 
+@pytest.mark.slow
 def test_generator_moves_onto_the_goid_band():
     teacher = make(
         gan_iterations=100,
@@ -143,6 +146,7 @@ def test_generator_moves_onto_the_goid_band():
     assert after >= 0.5, (before, after)
 
 
+@pytest.mark.slow
 def test_gan_trains_only_on_its_period():
     teacher = make(gan_iterations=5, pretrain_iterations=0, update_size=1, update_every=3, **SMALL)
     # One episode a goal, every label GOID: each period has labels to train on.

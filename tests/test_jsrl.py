@@ -118,6 +118,7 @@ def test_control_passes_from_guide_to_agent_exactly_at_step_h():
     assert handed_over >= 5, "the test needs episodes where the agent takes over mid-way"
 
 
+@pytest.mark.slow
 def test_a_reset_without_a_horizon_plays_the_agent_alone():
     """Evaluation resets without tasks: the wrapper is then the agent, key for key."""
     ppo = make_ppo(hidden_sizes=[8])
@@ -402,6 +403,7 @@ def test_oracle_guide_follows_shortest_paths_and_its_noise_is_uniform():
     assert differs == pytest.approx(0.4 * 3 / 4, abs=0.03)  # a random action is right 1/4
 
 
+@pytest.mark.slow
 def test_saved_agent_guide_plays_the_saved_greedy_policy(tmp_path):
     from acl.build import make_train, run_context
     from acl.run.results import RunDir
@@ -435,6 +437,7 @@ def test_saved_agent_guide_plays_the_saved_greedy_policy(tmp_path):
 # -- the loop ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_loop_runs_the_guide_and_the_teacher_sees_its_returns():
     """At stage 0 the oracle plays the whole episode (h = H = 14 steps to the goal): every
     episode returns -13, which becomes the first best; then h drops."""

@@ -52,6 +52,7 @@ def logged_run(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_tensorboard_scalars_equal_metrics_csv(logged_run):
     scalars, histograms = read_events(logged_run / TENSORBOARD_DIR)
     metrics = pd.read_csv(logged_run / "metrics.csv")

@@ -144,6 +144,7 @@ def finished_run(tmp_path_factory):
     return config, trainer, out, summary
 
 
+@pytest.mark.slow
 def test_solve_rates_and_returns_per_maze_are_exact(finished_run):
     """Every evaluation (chunk and seed): the greedy episodes solve the open corridors,
     with the goal reward of their step count, the sampled attempts nothing."""

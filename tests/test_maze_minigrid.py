@@ -206,6 +206,7 @@ def test_simple_crossing_generator_is_minigrids(size, crossings):
 # -- stepping both: identical trajectories --------------------------------------------------
 
 
+@pytest.mark.slow
 def test_same_trajectories_on_random_levels_see_through_walls():
     # The literature's setting: 13 x 13, 25 walls, T = 250, walls seen through; plus
     # minigrid's own Empty rooms (padded with walls into the 13 x 13 maze).
@@ -214,6 +215,7 @@ def test_same_trajectories_on_random_levels_see_through_walls():
     assert counts["reached"] >= 1 and counts["timed_out"] >= 1
 
 
+@pytest.mark.slow
 def test_same_trajectories_on_small_levels_opaque_walls():
     # A 6 x 6 maze with short episodes: many goal reaches and time-outs.
     env = Maze(height=6, width=6, num_walls=6, see_through_walls=False, max_episode_steps=40)

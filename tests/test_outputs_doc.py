@@ -132,6 +132,7 @@ def _header(path) -> list[str]:
         return next(csv.reader(f))
 
 
+@pytest.mark.slow
 def test_a_runs_metrics_columns_are_the_documented_ones(finished_run):
     columns = _header(finished_run / "metrics.csv")
     assert undocumented(columns, METRICS_COLUMNS) == []
@@ -150,6 +151,7 @@ def test_a_runs_metrics_columns_are_the_documented_ones(finished_run):
     assert undocumented(_header(finished_run / "tasks.csv"), TASKS_COLUMNS) == []
 
 
+@pytest.mark.slow
 def test_a_runs_summary_and_provenance_keys_are_the_documented_ones(finished_run):
     summary = json.loads((finished_run / "summary.json").read_text())
     assert undocumented(summary, SUMMARY_FIELDS) == []
@@ -170,6 +172,7 @@ def test_a_runs_summary_and_provenance_keys_are_the_documented_ones(finished_run
     assert list(provenance["versions"]) == [f.name for f in versions.fields]
 
 
+@pytest.mark.slow
 def test_a_run_directory_holds_the_documented_files(finished_run):
     def documented(path: str) -> bool:
         return any(f.matches(path) for f in RUN_FILES)

@@ -237,6 +237,7 @@ def test_is_registered_and_builds_from_config_keys():
     assert copy.adversary.hyper.learning_rate == pytest.approx(1e-4)
 
 
+@pytest.mark.slow
 def test_recurrent_adversary_sees_the_map_through_a_conv_and_the_time_step_embedded():
     # dcd's adversary: a conv over the editor's map, an embedding of the time step t and
     # the noise, then the LSTM. Tiny sizes keep the compile short.

@@ -78,6 +78,7 @@ def train_probe(env, agent_kwargs, loop, num_seeds=2):
     return trainer, carry, metrics
 
 
+@pytest.mark.slow
 def test_ppo_learns_a_task_conditioned_discrete_probe():
     loop = {"num_envs": 8, "num_steps": 8, "total_env_steps": 6144, "eval_every": 2048}
     _, _, metrics = train_probe(
@@ -87,6 +88,7 @@ def test_ppo_learns_a_task_conditioned_discrete_probe():
     assert (metrics.eval_pct_mastered[:, 0] <= 100.0).all()
 
 
+@pytest.mark.slow
 def test_ppo_learns_a_task_conditioned_continuous_probe():
     loop = {"num_envs": 16, "num_steps": 8, "total_env_steps": 24576, "eval_every": 8192}
     trainer, carry, metrics = train_probe(
@@ -96,6 +98,7 @@ def test_ppo_learns_a_task_conditioned_continuous_probe():
     assert (metrics.eval_mean_return[:, -1] > metrics.eval_mean_return[:, 0]).all()
 
 
+@pytest.mark.slow
 def test_value_bootstraps_through_time_limit_truncation():
     env = ConstantRewardTruncated()
     loop = {"num_envs": 8, "num_steps": 16, "total_env_steps": 16384, "eval_every": 8192}

@@ -56,6 +56,7 @@ def leaves_equal(a, b) -> bool:
     return all(np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
 
 
+@pytest.mark.slow
 def test_the_maze_student_has_a_conv_encoder_and_direction_embedding(maze_student):
     agent, state, second_batch, update = maze_student
     encoder = state.params["params"]["encoder"]

@@ -357,6 +357,7 @@ def test_write_report_slice_with_two_settings(tmp_path, df):
     assert json.loads(paths["summary.json"].read_text())["provenance"] is None
 
 
+@pytest.mark.slow
 def test_cli(tmp_path, monkeypatch, capsys):
     results = tmp_path / "results"
     shutil.copytree(FIXTURE, results)

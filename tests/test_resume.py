@@ -133,6 +133,7 @@ def test_a_kill_during_a_save_resumes_from_the_previous_checkpoint(
     assert_same_run(reference, tmp_path)
 
 
+@pytest.mark.slow
 def test_sigkill_after_the_second_evaluation_then_resume_from_the_shell(reference, tmp_path):
     config = tmp_path / "tiny.yaml"
     config.write_text(yaml.safe_dump({**TINY, **SECTIONS}))

@@ -85,6 +85,7 @@ def test_passes_teacher_harness():
     check_teacher(lambda space: make_reverse(space, env=ToyStartEnv(space), **SMALL))
 
 
+@pytest.mark.slow
 def test_uniform_start_passes_teacher_harness():
     check_teacher(lambda space: UniformStartTeacher(space, env=ToyStartEnv(space)))
 

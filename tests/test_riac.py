@@ -235,6 +235,7 @@ def test_toy_bandit_riac_beats_random():
     assert ours.min() > random.max() + 20, (ours, random)
 
 
+@pytest.mark.slow
 def test_small_max_depth_is_exact_and_reference_child_alp_option():
     # max_depth only sizes the first pass over changed nodes: more passes give the same
     # windows and ALPs as the default. The reference's child-ALP rule changes only ALPs.
@@ -257,6 +258,7 @@ def test_small_max_depth_is_exact_and_reference_child_alp_option():
     assert np.isfinite(np.asarray(reference.alp)).all()
 
 
+@pytest.mark.slow
 def test_batched_updates_do_bounded_work_per_update():
     # The RL loop feeds up to 256 records per update (3-D CartPole space): each update
     # splits or discards at most one leaf, and every root-to-leaf path stays within

@@ -30,6 +30,7 @@ def records(tasks, success, mask=None):
     return feedback(tasks, success.astype(jnp.float32), mask).replace(success=success)
 
 
+@pytest.mark.slow
 def test_judge_learns_a_separable_feasibility():
     # Success iff x > 0.5: the judge, trained through update, classifies unseen tasks.
     teacher = toy_teacher()
@@ -46,6 +47,7 @@ def test_judge_learns_a_separable_feasibility():
     assert accuracy >= 0.9, accuracy
 
 
+@pytest.mark.slow
 def test_setter_sets_tasks_of_the_asked_feasibility():
     # P(success | task) = x: asked for f, the setter's tasks must succeed at rate ~f.
     teacher = toy_teacher()
@@ -73,6 +75,7 @@ def small_teacher() -> SetterSolverTeacher:
     )
 
 
+@pytest.mark.slow
 def test_trains_only_on_its_period():
     teacher = small_teacher()
     init, sample, update = jitted(teacher)
@@ -111,6 +114,7 @@ def test_masked_records_stay_out_of_the_buffer():
     assert np.isfinite(np.asarray(buffer.data)).all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("enabled", [True, False])
 def test_expert_prior_is_the_initial_setter(enabled):
     space = Box(low=(-1.0, 0.0), high=(1.0, 10.0))

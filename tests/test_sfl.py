@@ -278,6 +278,7 @@ def test_presets_follow_the_sources():
 # -- 4. the shared harness, with a real student ------------------------------------------
 
 
+@pytest.mark.slow
 def test_passes_teacher_harness_with_a_real_student():
     env = ENVS.get("point_reach")()
     agent = AGENTS.get("ppo")(hidden_sizes=(8,), update_epochs=1, num_minibatches=1)
@@ -310,6 +311,7 @@ def test_passes_teacher_harness_with_a_real_student():
 # -- 5. a run through experiments.run ------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_runs_through_experiments_run_and_reports_its_evaluation_steps(tmp_path):
     import yaml
 

@@ -107,6 +107,7 @@ def jitted_solve():
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "seed,dim,alpha,max_kl",
     [(0, 2, 0.5, 0.1), (1, 3, 2.0, 0.8), (2, 2, 0.0, 0.05), (3, 3, 2.0, 0.8)],
@@ -161,6 +162,7 @@ def near_target(tasks):
     return jnp.exp(-jnp.sum((tasks - 0.5) ** 2, axis=1) / 0.05)
 
 
+@pytest.mark.slow
 def test_moves_towards_the_target():
     teacher = make_teacher(max_kl=0.2, zeta=0.05)
     snapshots = run_updates(teacher, near_target, updates=8)
@@ -178,6 +180,7 @@ def narrow_peak(tasks):
     return jnp.exp(-jnp.sum((tasks - 0.2) ** 2, axis=1) / 0.002)
 
 
+@pytest.mark.slow
 def test_negative_returns_are_rescaled_so_alpha_can_grow():
     # A penalty per step: every return is negative, higher near the target.
     def value_of(tasks):
@@ -193,6 +196,7 @@ def test_negative_returns_are_rescaled_so_alpha_can_grow():
         make_teacher(return_bounds=(0.0, -20.0))
 
 
+@pytest.mark.slow
 def test_std_never_goes_below_its_lower_bound():
     bound = 0.04
     free = run_updates(make_teacher(max_kl=0.5), narrow_peak, updates=8)
@@ -239,6 +243,7 @@ def records(done, lengths) -> Feedback:
     )
 
 
+@pytest.mark.slow
 def test_values_are_read_at_each_episode_start():
     # T = 4 steps, N = 2 instances; value[t, n] = 10 t + n.
     value = 10 * np.arange(4)[:, None] + np.arange(2)[None, :]
@@ -275,6 +280,7 @@ def test_values_are_read_at_each_episode_start():
     assert not bool(has.any())
 
 
+@pytest.mark.slow
 def test_update_uses_rollout_values_and_counts_env_steps():
     teacher = TEACHERS.get("spdl")(
         task_space=Box(low=(0.0,), high=(1.0,)),

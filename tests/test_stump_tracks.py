@@ -29,6 +29,9 @@ from envs.registry import make_env
 from envs.stump_tracks import StumpTracks, StumpTracksParams, Track, generate_track, lidar
 from tests.compile_effort import FAST_COMPILE
 
+# Every test here builds Stump Tracks' physics, 30-60 s of compile on 2 cores.
+pytestmark = pytest.mark.slow
+
 EPISODE = 120
 """max_episode_steps of the env under test: every scripted rollout is one full episode."""
 CLEARANCE = 0.1

@@ -39,6 +39,7 @@ def suites():
     }
 
 
+@pytest.mark.slow
 def test_the_stump_tracks_suites_are_registered_and_parse(suites):
     full, quick = suites["stump_tracks"], suites["stump_tracks_quick"]
     for suite in (full, quick):
@@ -65,6 +66,7 @@ def test_the_stump_tracks_suites_are_registered_and_parse(suites):
     assert quick.base.num_seeds <= 3 and quick.base.loop.total_env_steps <= 1_000_000
 
 
+@pytest.mark.slow
 def test_the_suite_json_round_trips(suites):
     data = suites["stump_tracks"].to_dict()
     assert json.loads(json.dumps(data))["students"]["spider"] == {"env": {"body": "spider"}}

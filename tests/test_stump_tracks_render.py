@@ -136,6 +136,7 @@ def test_camera_follows_the_hull(env, reset):
     assert stump_columns[1] == pytest.approx(stump_columns[0] - SCALE, abs=1.5)
 
 
+@pytest.mark.slow
 def test_rollout_frames_gif_and_png(env, tmp_path):
     def policy(obs, key):
         return jax.random.uniform(key, (env.body.num_motors,), minval=-1.0, maxval=1.0)

@@ -58,6 +58,7 @@ def mmd2(x, y) -> float:
     return float(k(x, x) + k(y, y) - 2 * k(x, y))
 
 
+@pytest.mark.slow
 def test_svgd_moves_particles_to_a_gaussian():
     # 100 particles on a 10 x 10 grid in [-4, -3]^2, far from the target's mean.
     axis = np.linspace(-4.0, -3.0, 10)
@@ -230,6 +231,7 @@ def rollout(achieved) -> Transition:
     )
 
 
+@pytest.mark.slow
 def test_success_predictor_learns_a_separable_toy():
     teacher = maze_teacher()
     state = jitted(teacher)[4](jax.random.PRNGKey(0), teacher.default_params())
@@ -283,6 +285,7 @@ def walk_rollout(path) -> Transition:
     )
 
 
+@pytest.mark.slow
 def test_validity_data_hold_the_states_visited_on_the_way():
     # One episode walks from the start to (0.9, 0.25) and back to (0.5, 0.25): the old
     # rule kept only where it ended; the validity buffer must hold the way there too.
@@ -304,6 +307,7 @@ def test_validity_data_hold_the_states_visited_on_the_way():
     assert (np.abs(picked[:, None] - xs[None]).min(axis=1) < 1e-5).all()
 
 
+@pytest.mark.slow
 def test_leave_one_out_support_keeps_isolated_frontier_points():
     # 95 visited goals in a tight cluster and 5 lone ones along the frontier.
     cluster = 0.2 + 0.05 * jax.random.normal(jax.random.PRNGKey(0), (95, 2))
@@ -322,6 +326,7 @@ def test_leave_one_out_support_keeps_isolated_frontier_points():
     assert (old < np.log(0.5) + 1e-6).sum() >= 4, old  # self-included: four fall outside
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("invalid_goal", ["snap", "keep"])
 def test_predictor_is_labelled_with_the_goal_the_env_used(invalid_goal):
     maze = PointMaze("u_maze", invalid_goal=invalid_goal)

@@ -55,6 +55,7 @@ def swept(tmp_path_factory):
     return out, printed.getvalue()
 
 
+@pytest.mark.slow
 def test_a_learning_rate_sweep_equals_the_single_runs(swept, tiny_sweep, tmp_path):
     out, _ = swept
     for rate in RATES:
@@ -100,6 +101,7 @@ def test_a_learning_rate_sweep_equals_the_single_runs(swept, tiny_sweep, tmp_pat
     assert len(set(losses)) == len(RATES)
 
 
+@pytest.mark.slow
 def test_the_sweep_writes_a_table_and_full_run_directories(swept):
     out, printed = swept
     table = pd.read_csv(out / SWEEP_FILE)
@@ -189,6 +191,7 @@ def test_the_cli_refuses_a_bad_sweep_before_compiling(tmp_path, capsys, args, me
     assert compiled == [] and not out.exists()
 
 
+@pytest.mark.slow
 def test_each_combination_logs_its_own_metrics(swept):
     pytest.importorskip("tensorboardX")
     from tests.test_loggers import read_events

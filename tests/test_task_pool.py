@@ -50,6 +50,7 @@ def run_values(trainer: Trainer, compiler_options=None) -> dict[str, np.ndarray]
     return values
 
 
+@pytest.mark.slow
 def test_without_a_pool_the_run_is_bit_identical_to_the_slot_layout():
     # The fixture was recorded by the loop before the pool existed (the same
     # `run_values(make_train(slot_config()))`), so this compares against the old code path.
@@ -245,6 +246,7 @@ def check_update_saw_the_used_tasks(carry, pool_size: int) -> None:
         assert not set(pool[count:]) & ran, "a task reported as unused ran an episode"
 
 
+@pytest.mark.slow
 def test_a_pool_as_large_as_the_resets_hands_out_each_task_once():
     pool_size = NUM_STEPS * NUM_ENVS  # the most resets an iteration can have
     carry, metrics = run_pool(pool_size)
@@ -259,6 +261,7 @@ def test_a_pool_as_large_as_the_resets_hands_out_each_task_once():
     assert int(metrics.task_pool_overflow[0]) == 0
 
 
+@pytest.mark.slow
 def test_resets_beyond_the_pool_rerun_their_task_and_are_counted():
     pool_size = 6  # fewer than the ~20 resets of an iteration
     carry, metrics = run_pool(pool_size)

@@ -43,8 +43,20 @@ PERIODIC_WORK_DONE = {
 }
 
 
+HARNESS_SLOW = {"alp_gmm", "covar_gmm", "goal_gan", "riac", "setter_solver", "spdl", "subspace"}
+"""Teachers whose harness run compiles for over 10 s on 2 cores (fits, splits, networks):
+checked by `make test-slow`."""
+
+
 # The one harness run of each teacher that needs no env (each compile costs seconds).
-@pytest.mark.parametrize("name", [n for n in TEACHERS.names() if n not in NEEDS_ENV])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.slow if n in HARNESS_SLOW else ())
+        for n in TEACHERS.names()
+        if n not in NEEDS_ENV
+    ],
+)
 def test_teacher_conforms(name):
     # HARNESS_SETTINGS: keys under which a teacher fits or splits within the rounds.
     state = check_teacher(lambda space: harness_teacher(name, space))

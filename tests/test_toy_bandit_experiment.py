@@ -35,6 +35,7 @@ def test_bad_options_fail_before_running(tmp_path, capsys, overrides, message):
     assert not (tmp_path / "results.json").exists()
 
 
+@pytest.mark.slow
 def test_an_ablation_run_records_and_labels_its_options(tmp_path):
     argv = ["--settings", "d2", "--teachers", "random", "riac", "--seeds", "2"]
     argv += ["--episodes", "300", "--score-every", "100", "--out", str(tmp_path)]

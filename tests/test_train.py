@@ -127,6 +127,7 @@ def test_periodic_branch_stays_a_real_cond_under_seed_vmap():
     assert " cond[" in jaxpr, "the re-init branch became a select under vmap"
 
 
+@pytest.mark.slow
 def test_batch_mode_resets_every_instance_onto_its_new_level():
     trainer = make_train(
         tiny_config(
@@ -146,6 +147,7 @@ def test_batch_mode_resets_every_instance_onto_its_new_level():
     np.testing.assert_array_equal(carry.seed.slots.task[0][:logged], last_tasks)
 
 
+@pytest.mark.slow
 def test_capped_feedback_keeps_the_trajectory_and_counts_dropped_episodes(host_run):
     _, full = host_run
     capped = make_train(tiny_config(loop={"max_feedback": 2}))

@@ -152,6 +152,7 @@ def test_our_goal_and_rule_ids_are_xminigrids():
 # -- the generator ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_small_rulesets_have_the_layouts_shape_bounds_and_the_references_guarantees():
     preset = PRESETS["small"]
     env = make_env("xland", preset="small")
@@ -201,6 +202,7 @@ def test_the_committed_held_out_set_is_distinct_and_fixed():
         assert np.array_equal(held_out.committed_held_out(name, 7), codes[:7])
 
 
+@pytest.mark.slow
 def test_the_committed_held_out_set_is_what_the_fixed_key_generates_trivial():
     regenerated = held_out.held_out_codes("trivial", 64)
     assert np.array_equal(regenerated, held_out.committed_held_out("trivial", 64))
@@ -215,6 +217,7 @@ def test_the_committed_held_out_set_is_what_the_fixed_key_generates(name):
         check_ruleset(row, PRESETS[name])
 
 
+@pytest.mark.slow
 def test_a_held_out_ruleset_is_recognised_in_any_order():
     env = make_env("xland", preset="small", num_held_out=32)
     layout = env.layout
@@ -322,6 +325,7 @@ def _no_network(*args, **kwargs):
 # -- transitions -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_transitions_are_xminigrids_own():
     """Rulesets played through our adapter and through xminigrid's own reset and step
     (with its direction and rules-and-goals observation wrappers), from the same keys
