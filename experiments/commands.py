@@ -111,6 +111,11 @@ COMMANDS = (
     Command("bench-teachers", "bench.teachers", "each teacher's overhead against Random's steps/s"),
     Command("bench-devices", "bench.devices", "training throughput against the device count"),
     Command("bench-gmm-fit", "bench.gmm_fit", "what one ALP-GMM fit costs"),
+    Command(
+        "bench-teachdeeprl",
+        "bench.teachdeeprl",
+        "teachDeepRL's own teachers on its toy env, timed one process per seed",
+    ),
     Command("bench-maze", "bench.maze", "the maze beside JaxUED's, and PLR's training overhead"),
     Command(
         "bench-stump-tracks", "bench.stump_tracks", "Stump Tracks' throughput beside Box2D's walker"

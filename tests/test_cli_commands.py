@@ -48,6 +48,7 @@ SHARED = {
     "bench-teachers": {"--config", "--set", "--seeds", "--out"},
     "bench-devices": {"--set", "--seeds", "--out", "--devices"},
     "bench-gmm-fit": {"--seeds", "--out"},
+    "bench-teachdeeprl": {"--seeds", "--out", "--no-progress"},
     "bench-maze": {"--set", "--preset", "--seeds", "--out"},
     "bench-stump-tracks": {"--out"},
     "bench-brax-goal": {"--out"},
