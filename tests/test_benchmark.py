@@ -302,6 +302,11 @@ def test_a_half_finished_cell_resumes_from_its_checkpoint(uninterrupted, tmp_pat
     cell = "cells/random__default.csv"
     assert (tmp_path / cell).read_text() == (uninterrupted[0] / cell).read_text()
     assert not (tmp_path / "checkpoints" / "random__default").exists()
+    # Its wall time covers the third evaluation only, and the provenance says so.
+    prov = json.loads((tmp_path / "provenance.json").read_text())
+    assert prov["cells"]["random__default"]["resumed"] is True
+    whole = json.loads((uninterrupted[0] / "provenance.json").read_text())
+    assert "resumed" not in whole["cells"]["random__default"]
 
 
 def test_rows_carry_the_test_sets_cvar_where_the_chunk_has_it():

@@ -293,3 +293,17 @@ def test_a_teacher_that_cannot_adapt_within_the_budget_is_warned_of():
     (warning,) = so.schedule_warnings(suite)
     assert warning.startswith("alp_gmm: warning: it first adapts after 150 updates")
     assert "--teacher-set alp_gmm.fit_every=8" in warning
+
+
+def test_a_resumed_cell_has_no_wall_time_multiple(tmp_path):
+    # Its wall seconds cover only the part after the resume: no multiple of the baseline's.
+    cells = {
+        "random__default": {"wall_seconds": 100.0},
+        "plr__default": {"wall_seconds": 150.0},
+        "robust_plr__default": {"wall_seconds": 12.0, "resumed": True},
+    }
+    (tmp_path / "provenance.json").write_text(json.dumps({"cells": cells}))
+    costs = so.teacher_costs(tmp_path, ["random", "plr", "robust_plr"], "random")
+    assert costs["plr"]["wall_x_baseline"] == 1.5
+    assert np.isnan(costs["robust_plr"]["wall_x_baseline"])
+    assert np.isnan(costs["robust_plr"]["wall_seconds"])

@@ -435,6 +435,12 @@ BENCHMARK_PROVENANCE_FIELDS = (
             ),
             OutputField("finished", "When it finished (UTC, ISO 8601)."),
             OutputField(
+                "resumed",
+                "True: the cell resumed from a killed session's checkpoint, so its wall "
+                "time covers only the rest (a shoot-out's report leaves it out).",
+                "only for a resumed cell",
+            ),
+            OutputField(
                 "copied_from",
                 "The no-expert cell it copies: the teacher ignores expert priors, so the "
                 "expert cell would run the same program on the same data.",
@@ -645,6 +651,8 @@ def run_suite(
             out / CHECKPOINTS / (f"{label}__{spec.key}" + (f"__{s[0]}" if s else ""))
             for s in students
         ]
+        # A checkpoint left by a killed run: this cell's wall time will cover only the rest.
+        resumed = any(d.is_dir() and any(d.iterdir()) for d in checkpoint_dirs)
         for student, checkpoint_dir in zip(students, checkpoint_dirs, strict=True):
             chunks, seconds = program(label, student).run(
                 spec,
@@ -667,6 +675,7 @@ def run_suite(
             "wall_seconds": round(time.perf_counter() - start, 2),
             "compile_seconds": round(compile_seconds, 2),
             "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            **({"resumed": True} if resumed else {}),
         }
         _write_atomic(prov_file, json.dumps(prov, indent=2, default=str))
         collect_results(suite, out)

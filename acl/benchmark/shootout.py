@@ -608,10 +608,11 @@ def scripted_success(suite: Mapping, tasks: np.ndarray) -> np.ndarray | None:
 
 def teacher_costs(out: Path, labels: Sequence[str], baseline: str) -> dict[str, dict]:
     """Per teacher: wall seconds of its cell (compile included) and as a multiple of the
-    baseline's, training env steps and extra env steps (outside training) per seed."""
+    baseline's, training env steps and extra env steps (outside training) per seed. A
+    cell resumed from a checkpoint has no wall time: it would count only the rest."""
     provenance = load_provenance(out) or {}
-    cells = provenance.get("cells", {})
-    wall = {t: cells.get(f"{t}__{DEFAULT.key}", {}).get("wall_seconds") for t in labels}
+    cells = {t: provenance.get("cells", {}).get(f"{t}__{DEFAULT.key}", {}) for t in labels}
+    wall = {t: None if c.get("resumed") else c.get("wall_seconds") for t, c in cells.items()}
     costs = {}
     for teacher in labels:
         arrays = load_cell_arrays(out, teacher)
