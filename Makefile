@@ -24,9 +24,10 @@ run: $(STAMP)
 	$(ACL) compare runs/make_run/random runs/make_run/alp_gmm --out runs/make_run
 
 # The package graph contracts ([importlinter] in setup.cfg) first: they take a second.
+# loadscope keeps a module's tests on one worker, so its module fixtures run once.
 test: $(STAMP)
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -q -m "not slow" -n auto
+	$(PY) -m pytest -q -m "not slow" -n auto --dist loadscope
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow -n auto

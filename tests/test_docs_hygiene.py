@@ -115,7 +115,7 @@ TOY_BANDIT_LABELS = {
 def test_the_toy_bandit_page_gives_the_committed_d2_scores():
     results = json.loads((ROOT / "experiments/results/toy_bandit/results.json").read_text())
     text = (RESULTS / "toy_bandit.md").read_text()
-    section = text[text.index("## d = 2") : text.index("## The other settings")]
+    section = text[text.index("**d = 2.**") : text.index("**d = 2 with 3 distractor")]
     rows = {
         cells[0]: cells
         for line in section.splitlines()

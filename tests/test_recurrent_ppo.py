@@ -88,6 +88,7 @@ def test_patch_conv_is_nn_conv_with_its_parameters_and_values():
     np.testing.assert_allclose(out, reference.apply(params, image), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_replay_gives_the_rollouts_log_probs_across_episode_ends(maze_student):
     agent, state, second_batch, update = maze_student
     batch = second_batch(state, True)

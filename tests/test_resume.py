@@ -23,6 +23,9 @@ from acl.run.results import RunDir
 from experiments import run as run_cli
 from tests.conftest import TINY, tiny_config
 
+# Every test here resumes a real run, from one reference run that takes 20-40 s on 2 cores.
+pytestmark = pytest.mark.slow
+
 # Four evaluations, a teacher with state worth saving (buffers, mixtures, PRNG key).
 SECTIONS = {
     "teacher": "alp_gmm",

@@ -214,6 +214,7 @@ def hand_built_round(teacher: ReverseTeacher, key=0):
     return state, padded(feedback), order
 
 
+@pytest.mark.slow
 def test_labelling_keeps_starts_with_success_in_range():
     teacher = maze_teacher()
     state, feedback, order = hand_built_round(teacher)

@@ -98,6 +98,7 @@ def test_trains_only_on_its_period():
             assert changed == trained, (net, step)
 
 
+@pytest.mark.slow
 def test_masked_records_stay_out_of_the_buffer():
     teacher = small_teacher()
     init, _, update = jitted(teacher)

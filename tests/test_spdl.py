@@ -209,6 +209,7 @@ def test_std_never_goes_below_its_lower_bound():
         assert s["std"].min() >= bound - 1e-6, s["std"]
 
 
+@pytest.mark.slow
 def test_floor_lifts_once_close_to_the_target():
     # TeachMyAgent's kl_threshold: the floor holds only while KL(p || target) exceeds it.
     teacher = make_teacher(max_kl=0.5, std_lower_bound=0.04, kl_threshold=1e6)

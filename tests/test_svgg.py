@@ -249,6 +249,7 @@ def test_success_predictor_learns_a_separable_toy():
     assert float(teacher.predictor_accuracy(state)) >= 0.95
 
 
+@pytest.mark.slow
 def test_validity_scores_the_reached_region_above_far_goals():
     teacher = maze_teacher()
     state = jitted(teacher)[4](jax.random.PRNGKey(0), teacher.default_params())
