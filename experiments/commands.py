@@ -109,6 +109,11 @@ COMMANDS = (
     Command("bench-ppo", "bench.ppo", "PPO training throughput beside the raw env"),
     Command("bench-dqn", "bench.dqn", "DQN+HER training throughput on bit flipping"),
     Command("bench-teachers", "bench.teachers", "each teacher's overhead against Random's steps/s"),
+    Command(
+        "bench-overhead",
+        "bench.overhead",
+        "whole acl run commands against Random's, cold cache, in rounds",
+    ),
     Command("bench-devices", "bench.devices", "training throughput against the device count"),
     Command("bench-gmm-fit", "bench.gmm_fit", "what one ALP-GMM fit costs"),
     Command(

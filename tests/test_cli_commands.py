@@ -49,6 +49,7 @@ SHARED = {
     "bench-devices": {"--set", "--seeds", "--out", "--devices"},
     "bench-gmm-fit": {"--seeds", "--out"},
     "bench-teachdeeprl": {"--seeds", "--out", "--no-progress"},
+    "bench-overhead": {"--set", "--out", "--no-progress"},
     "bench-maze": {"--set", "--preset", "--seeds", "--out"},
     "bench-stump-tracks": {"--out"},
     "bench-brax-goal": {"--out"},

@@ -141,3 +141,40 @@ def test_a_terminal_table_reads_back_with_empty_cells():
         {"method": "a b", "p": "", "steps": "1,024 (2/8)"},
         {"method": "c", "p": "0.5", "steps": ""},
     ]
+
+
+def test_the_speed_table_puts_the_fastest_reference_seed_over_ours(tmp_path):
+    reference = tmp_path / "reference.json"
+    reference.write_text(
+        json.dumps(
+            {
+                "summary": [
+                    {
+                        "setting": "d3",
+                        "teacher": "riac",
+                        "seeds_done": 3,
+                        "seeds_failed": 0,
+                        "seconds_per_seed": 30.0,
+                        "seconds_min": 25.0,
+                        "seconds_max": 35.0,
+                    },
+                    {
+                        "setting": "d4",
+                        "teacher": "riac",
+                        "seeds_done": 0,
+                        "seeds_failed": 3,
+                        "seconds_per_seed": None,
+                        "seconds_min": None,
+                        "seconds_max": None,
+                    },
+                ]
+            }
+        )
+    )
+    ours = tmp_path / "ours.json"
+    result = {"setting": "d3", "teacher": "riac", "options": {}, "seconds_per_seed": 0.5}
+    ours.write_text(json.dumps({"results": [result]}))
+    text = RESULTS_RENDERERS["toy_bandit_speed"](tmp_path, "reference.json", "ours.json")
+    rows = [line for line in text.splitlines() if "riac" in line]
+    assert "30.0 (25.0-35.0)" in rows[0] and "0.500" in rows[0] and "50x" in rows[0]
+    assert "3 failed" in rows[1] and "50x" not in rows[1]

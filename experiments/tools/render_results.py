@@ -415,6 +415,46 @@ def toy_bandit_table(root: Path, block: BlockArguments) -> Table:
     return Table("teacher", rows)
 
 
+def toy_bandit_speed_table(root: Path, block: BlockArguments) -> Table:
+    """`toy_bandit_speed REFERENCE_JSON OURS_JSON`: seconds per seed side by side, a row per
+    (setting, teacher) that `acl bench-teachdeeprl` measured (REFERENCE_JSON, teachDeepRL's
+    code, one process per seed) beside `acl toy-bandit`'s results.json (OURS_JSON, 16 seeds
+    vmapped, run time / 16, default options). Columns: setting, teacher, reference seeds,
+    s/seed (reference: mean, min-max), s/seed (ours), speed-up (the fastest reference seed
+    over ours, the least favourable ratio)."""
+    from experiments.bench.teachdeeprl import ours_seconds
+    from experiments.papers.toy_bandit import teacher_label
+
+    reference_file, ours_file = block.source(2)
+    reference = read_json(root, reference_file)
+    ours = ours_seconds(root / ours_file)
+    rows = []
+    for s in reference["summary"]:
+        mine = ours.get((s["setting"], s["teacher"]))
+        timed = s["seconds_per_seed"] is not None
+        rows.append(
+            {
+                "row": f"{s['setting']} {s['teacher']}",
+                "setting": s["setting"],
+                "teacher": teacher_label(s["teacher"], {}),
+                "reference seeds": str(s["seeds_done"])
+                + (f" ({s['seeds_failed']} failed)" if s["seeds_failed"] else ""),
+                "s/seed (reference)": (
+                    f"{s['seconds_per_seed']:.1f} ({s['seconds_min']:.1f}-{s['seconds_max']:.1f})"
+                    if timed
+                    else MISSING
+                ),
+                "s/seed (ours)": MISSING if mine is None else f"{mine:.3f}",
+                "speed-up": (
+                    f"{s['seconds_min'] / mine:.0f}x" if timed and mine is not None else MISSING
+                ),
+            }
+        )
+    if not rows:
+        raise ConfigError(f"{reference_file} has no summary rows")
+    return Table("row", rows)
+
+
 # ----------------------------------------------------------------------------- goal curricula
 
 
@@ -649,6 +689,7 @@ RESULTS_RENDERERS: dict[str, Callable[..., str]] = {
     "comparison": table_block(comparison_table),
     "overhead": overhead_block,
     "toy_bandit": table_block(toy_bandit_table, ("setting",)),
+    "toy_bandit_speed": table_block(toy_bandit_speed_table),
     "methods": table_block(method_table),
     "risk": table_block(risk_table, ("baseline", "regret")),
     "benchmark": benchmark_block,
