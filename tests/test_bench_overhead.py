@@ -3,6 +3,7 @@ two whole runs with a cold compile cache: minutes)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,19 @@ def test_bad_rounds_and_twin_config_names_are_one_line_errors(capsys):
     assert "distinct names" in capsys.readouterr().err
     assert overhead.main(["--baseline", "cartpole_random", "--configs", "x", "--rounds", "0"]) == 2
     assert "--rounds" in capsys.readouterr().err
+
+
+def test_the_json_holds_the_rule_every_round_and_the_provenance(tmp_path, monkeypatch):
+    def fake_rounds(baseline, configs, count, runs_dir, overrides, progress=True):
+        run = {"wall_seconds": 10.0, "summary": {"env_steps_per_second": 100.0}}
+        return [{"cartpole_random": run, "cartpole_unfeasible_alp_gmm": run}] * count
+
+    monkeypatch.setattr(overhead, "rounds", fake_rounds)
+    out = tmp_path / "overhead.json"
+    args = ["--baseline", "cartpole_random", "--configs", "cartpole_unfeasible_alp_gmm"]
+    assert overhead.main([*args, "--rounds", "2", "--out", str(out)]) == 0
+    document = json.loads(out.read_text())
+    assert document["rule"] == overhead.RULE and len(document["rounds"]) == 2
+    assert document["summary"]["cartpole_unfeasible_alp_gmm"]["median_wall_ratio"] == 1.0
+    assert document["configs"]["cartpole_random"] == "experiments/configs/cartpole_random.yaml"
+    assert "git_commit" in document["provenance"] and document["machine"]["processor"]

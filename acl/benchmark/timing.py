@@ -198,11 +198,24 @@ def training_throughput(
     }
 
 
+def processor_model() -> str:
+    """The CPU's model name (Linux's /proc/cpuinfo; `platform.processor()` is empty there),
+    else what `platform` knows."""
+    import platform
+    from pathlib import Path
+
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
 def report(name: str, rows: list[dict], out: str, seeds: list[int], **payload) -> None:
     """Print the bench table and write it, with provenance, as JSON to `out`."""
     import json
     import os
-    import platform
     from pathlib import Path
 
     from acl.run.results import format_table, provenance
@@ -217,7 +230,7 @@ def report(name: str, rows: list[dict], out: str, seeds: list[int], **payload) -
         "machine": {
             "cpus": os.cpu_count(),
             "devices": jax.local_device_count(),
-            "processor": platform.processor(),
+            "processor": processor_model(),
         },
         "provenance": provenance(seeds),
     }

@@ -14,8 +14,8 @@ wall seconds over the baseline's in the same round, and the throughput ratio its
 steps per second (`summary.json`) over the baseline's; the figure is the median of each
 ratio over the rounds. A user's `make run` is the pair of point_reach configs, whose loop
 layouts differ (ALP-GMM's teacher runs beside the agent, `loop.overlap_teacher`), so each
-config runs as shipped. The JSON holds every run's seconds and summary, the rule, and the
-machine.
+config runs as shipped. The JSON holds every run's seconds and summary, the rule, the
+machine and the provenance (`acl.benchmark.timing.report`).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from acl.benchmark.timing import report
 from acl.core.errors import ConfigError
 from acl.run.results import format_table
 from experiments.cli import ROOT, CommandParser, config_path, one_line_errors
@@ -119,8 +120,8 @@ def ratios(records: Sequence[dict], baseline: str) -> dict[str, dict]:
     return summary
 
 
-def table(summary: dict[str, dict]) -> str:
-    rows = [
+def table_rows(summary: dict[str, dict]) -> list[dict]:
+    return [
         {
             "config": name,
             "wall s (median)": f"{s['median_wall_seconds']:.1f}",
@@ -131,6 +132,10 @@ def table(summary: dict[str, dict]) -> str:
         }
         for name, s in summary.items()
     ]
+
+
+def table(summary: dict[str, dict]) -> str:
+    rows = table_rows(summary)
     return format_table(rows, list(rows[0]))
 
 
@@ -173,18 +178,17 @@ def main(argv=None) -> int:
             baseline, configs, args.rounds, runs_dir, args.overrides, progress=not args.no_progress
         )
     summary = ratios(records, baseline_name)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    document = {
-        "rule": RULE,
-        "baseline": baseline_name,
-        "configs": {c.stem: _shown(c) for c in [baseline, *configs]},
-        "overrides": list(args.overrides),
-        "summary": summary,
-        "rounds": records,
-        "machine": {"cpu_count": os.cpu_count(), "platform": sys.platform},
-    }
-    out.write_text(json.dumps(document, indent=1) + "\n")
-    print(table(summary))
-    print(f"\nwritten: {out}")
+    # The shared bench writer: the table, the machine and the provenance (commit, versions).
+    report(
+        "bench-overhead",
+        table_rows(summary),
+        args.out,
+        [],
+        rule=RULE,
+        baseline=baseline_name,
+        configs={c.stem: _shown(c) for c in [baseline, *configs]},
+        overrides=list(args.overrides),
+        summary=summary,
+        rounds=records,
+    )
     return 0

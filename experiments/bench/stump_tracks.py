@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -38,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from acl.benchmark.timing import random_action_rollout, uniform_actions
+from acl.benchmark.timing import processor_model, random_action_rollout, uniform_actions
 from acl.run.results import package_versions, provenance
 from envs.stump_tracks import SOLVER_ITERATIONS, StumpTracks
 from experiments.cli import CommandParser
@@ -239,7 +238,7 @@ def machine(device) -> dict:
     return {
         "cpu_count": os.cpu_count(),
         "cpus_usable": usable,
-        "processor": platform.processor() or platform.machine(),
+        "processor": processor_model(),
         "device": str(device),
         "device_kind": getattr(device, "device_kind", device.platform),
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,

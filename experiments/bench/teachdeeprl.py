@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -43,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from acl.benchmark.timing import processor_model
 from acl.core.errors import ConfigError
 from acl.run.results import format_table
 from experiments.cli import ROOT, CommandParser, one_line_errors
@@ -302,15 +302,8 @@ def table(summary: list[dict], ours: dict) -> str:
 
 
 def machine() -> dict:
-    model = ""
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
     return {
-        "processor": model or platform.processor() or platform.machine(),
+        "processor": processor_model(),
         "cpu_count": os.cpu_count(),
         "load_average_at_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
     }
