@@ -178,3 +178,22 @@ def test_the_speed_table_puts_the_fastest_reference_seed_over_ours(tmp_path):
     rows = [line for line in text.splitlines() if "riac" in line]
     assert "30.0 (25.0-35.0)" in rows[0] and "0.500" in rows[0] and "50x" in rows[0]
     assert "3 failed" in rows[1] and "50x" not in rows[1]
+
+
+def test_records_of_several_files_follow_one_another(tmp_path):
+    for name, rows in (("a.json", [{"bits": 10, "s": 1.5}]), ("b.json", [{"bits": 20, "s": 2}])):
+        (tmp_path / name).write_text(json.dumps({"run": {"table": rows}}))
+    records = RESULTS_RENDERERS["records"]
+    text = records(tmp_path, "a.json", "b.json", "run.table", "--format", "s=.1f")
+    assert text.splitlines()[2:] == ["| 10 | 1.5 |", "| 20 | 2.0 |"]
+    with pytest.raises(ConfigError, match="file\\(s\\) then a dotted path"):
+        records(tmp_path, "a.json")
+
+
+def test_a_column_whose_name_holds_an_equals_sign_can_be_chosen_and_labelled(tmp_path):
+    (tmp_path / "a.json").write_text(json.dumps({"table": [{"n": 1, "seeds >= 90%": "2/3"}]}))
+    records = RESULTS_RENDERERS["records"]
+    text = records(tmp_path, "a.json", "table", "--columns", "n", "seeds >= 90%=seeds, 90%+")
+    assert text.splitlines()[0] == "| n | seeds, 90%+ |"
+    assert text.splitlines()[2] == "| 1 | 2/3 |"
+    assert "| seeds >= 90% |" in records(tmp_path, "a.json", "table", "--columns", "seeds >= 90%")

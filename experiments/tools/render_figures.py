@@ -147,6 +147,17 @@ def stump_tracks_curve(data: Sequence[Path], image: Path) -> None:
     stump_tracks_ppo.plot_curves(curve, image, title, steps_per_update)
 
 
+def bit_flip_curves(data: Sequence[Path], image: Path) -> None:
+    """`acl bit-flip`'s curves from one or more of its results.json (runs of different bit
+    counts and budgets), one panel per bit count in the files' order."""
+    from experiments.papers import bit_flip
+
+    runs: dict = {}
+    for path in data:
+        runs.update(_json(path)["runs"])
+    bit_flip.plot(runs, image)
+
+
 def xland_histograms(data: Sequence[Path], image: Path) -> None:
     from experiments.bench import xland_generator
 
@@ -164,6 +175,15 @@ SFL_RUNS = tuple(
     for name in ("config.yaml", "summary.json", "metrics.csv", "tasks.csv")
 )
 STUMP_TRACKS = (f"{RESULTS}/stump_tracks_ppo/summary.json",)
+MAKE_RUN_RUNS = tuple(
+    f"{RESULTS}/make_run/{run}/{name}"
+    for run in ("random", "alp_gmm")
+    for name in ("config.yaml", "summary.json", "metrics.csv", "tasks.csv")
+)
+BIT_FLIP = (
+    f"{RESULTS}/bit_flip/bits_10_15/results.json",
+    f"{RESULTS}/bit_flip/bits_20_30/results.json",
+)
 
 FIGURES: dict[str, Figure] = {
     f"{RESULTS}/toy_bandit/curves.png": Figure(
@@ -202,6 +222,9 @@ FIGURES: dict[str, Figure] = {
     "experiments/figures/benchmark_quick_cartpole_radar.png": Figure(
         benchmark_radar, (f"{RESULTS}/benchmark_quick_cartpole/results.csv",)
     ),
+    "experiments/figures/point_reach_make_run_curves.png": Figure(compared_curves, MAKE_RUN_RUNS),
+    "experiments/figures/point_reach_make_run_tasks.png": Figure(compared_tasks, MAKE_RUN_RUNS),
+    "experiments/figures/bit_flip_curves.png": Figure(bit_flip_curves, BIT_FLIP),
     "experiments/figures/stump_tracks_ppo_cpu_curve.png": Figure(stump_tracks_curve, STUMP_TRACKS),
     f"{RESULTS}/stump_tracks_ppo/learning_curve.png": Figure(stump_tracks_curve, STUMP_TRACKS),
     "experiments/figures/xland_generator.png": Figure(
@@ -223,11 +246,6 @@ NOT_DRAWN_HERE: dict[str, str] = {
     "by acl render-maze-levels",
     "experiments/figures/maze_mini_held_out.png": "the held-out mazes, drawn from "
     "envs/maze_levels.py by acl render-maze-levels",
-    "experiments/figures/point_reach_make_run_curves.png": "no data committed: the runs' "
-    "metrics.csv (experiments/results/make_run holds comparison.json only)",
-    "experiments/figures/point_reach_make_run_tasks.png": "no data committed: the runs' "
-    "tasks.csv (experiments/results/make_run holds comparison.json only)",
-    "experiments/figures/bit_flip_curves.png": "no data committed: acl bit-flip's results.json",
 }
 """Images the README or docs/ show that `FIGURES` does not draw, and why: each is either an
 illustration drawn from code, or a figure whose data is not committed (so nothing shows

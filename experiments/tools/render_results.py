@@ -45,11 +45,25 @@ class Choice:
 
     key: str
     label: str
+    text: str = ""
+    """As written in the block: `key=label`, or `key` alone."""
 
     @classmethod
     def parse(cls, text: str) -> Choice:
         key, _, label = text.partition("=")
-        return cls(key, label or key)
+        return cls(key, label or key, text)
+
+    def within(self, known: Sequence[str]) -> Choice:
+        """This choice read against the data's names: a key may hold "=" itself (a column
+        "seeds >= 90%"), so the split is at the first "=" whose left side is a name."""
+        if not self.text or self.key in known:
+            return self
+        if self.text in known:
+            return Choice(self.text, self.text, self.text)
+        for index, character in enumerate(self.text):
+            if character == "=" and self.text[:index] in known:
+                return Choice(self.text[:index], self.text[index + 1 :] or self.text[:index])
+        return self
 
 
 @dataclass(frozen=True)
@@ -110,8 +124,8 @@ class Table:
     def markdown(self, rows: list[Choice] | None, columns: list[Choice] | None) -> str:
         by_key = {row[self.key]: row for row in self.rows}
         fields = list(dict.fromkeys(field for row in self.rows for field in row))
-        chosen_rows = rows or [Choice(k, k) for k in by_key]
-        chosen_columns = columns or [Choice(f, f) for f in fields]
+        chosen_rows = [c.within(list(by_key)) for c in rows or [Choice(k, k) for k in by_key]]
+        chosen_columns = [c.within(fields) for c in columns or [Choice(f, f) for f in fields]]
         unknown = [c.key for c in chosen_rows if c.key not in by_key]
         if unknown:
             raise ConfigError(f"unknown row(s) {unknown}; the file has {list(by_key)}")
@@ -198,14 +212,19 @@ def flatten(record: dict, prefix: str = "") -> dict[str, Any]:
 
 
 def records_table(root: Path, block: BlockArguments) -> Table:
-    """`records FILE PATH [--key FIELD] [--format FIELD=SPEC ...]`: the list of records at
-    the dotted PATH of a JSON file, one row each; nested fields are dotted (`diagnosis.
-    walls`); a cell is the value with thousands separators, or formatted by its SPEC
-    (Python's format mini-language, e.g. `.2f`)."""
-    file, path = block.source(2)
-    records: Any = read_json(root, file)
-    for part in path.split("."):
-        records = records[part]
+    """`records FILE [FILE ...] PATH [--key FIELD] [--format FIELD=SPEC ...]`: the list of
+    records at the dotted PATH of each JSON file, one row each, the files' rows in turn;
+    nested fields are dotted (`diagnosis.walls`); a cell is the value with thousands
+    separators, or formatted by its SPEC (Python's format mini-language, e.g. `.2f`)."""
+    if len(block.sources) < 2:
+        raise ConfigError(f"expected file(s) then a dotted path, got {list(block.sources)}")
+    *files, path = block.sources
+    records: list = []
+    for file in files:
+        found: Any = read_json(root, file)
+        for part in path.split("."):
+            found = found[part]
+        records.extend(found)
     specs = {}
     for spec in block.flags.get("format", ()):
         field, equals, form = spec.partition("=")
