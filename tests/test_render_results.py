@@ -197,3 +197,12 @@ def test_a_column_whose_name_holds_an_equals_sign_can_be_chosen_and_labelled(tmp
     assert text.splitlines()[0] == "| n | seeds, 90%+ |"
     assert text.splitlines()[2] == "| 1 | 2/3 |"
     assert "| seeds >= 90% |" in records(tmp_path, "a.json", "table", "--columns", "seeds >= 90%")
+
+
+def test_records_whose_key_repeats_are_refused_not_merged(tmp_path):
+    rows = [{"device": "cpu", "envs": 1}, {"device": "cpu", "envs": 64}]
+    (tmp_path / "a.json").write_text(json.dumps({"table": rows}))
+    records = RESULTS_RENDERERS["records"]
+    with pytest.raises(ConfigError, match="rows share a 'device'.*--key"):
+        records(tmp_path, "a.json", "table")
+    assert records(tmp_path, "a.json", "table", "--key", "envs").count("| cpu |") == 2

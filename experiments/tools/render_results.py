@@ -233,6 +233,11 @@ def records_table(root: Path, block: BlockArguments) -> Table:
         specs[field] = form
     rows = [flatten(record) for record in records]
     key = block.one("key", next(iter(rows[0])))
+    names = [plain(row.get(key), specs.get(key, "")) for row in rows]
+    if len(set(names)) < len(names):
+        raise ConfigError(
+            f"rows share a {key!r} ({names}): name a field that tells them apart with --key"
+        )
     return Table(key, [{f: plain(v, specs.get(f, "")) for f, v in row.items()} for row in rows])
 
 
