@@ -453,3 +453,28 @@ def test_sampling_never_draws_zero_probability_components():
     # Unnormalised probabilities are normalised.
     scaled = np.asarray(SAMPLE(jax.random.key(3), gmm, 20000, component_probs=probs * 7))
     np.testing.assert_allclose(scaled, draws, rtol=1e-5, atol=1e-3)
+
+
+def test_slot_phases_halve_down_to_two():
+    from acl.teachers.gmm import _slot_counts
+
+    assert _slot_counts(12) == [12, 6, 3, 2]
+    assert _slot_counts(5) == [5, 3, 2]
+    assert _slot_counts(2) == [2]
+    assert _slot_counts(1) == [1]
+
+
+def test_phased_slots_fit_as_one_loop_over_all(data2):
+    """Gathering the slots still running into smaller loops changes no fit: the same
+    iterations, the same parameters up to float rounding."""
+    from acl.teachers import gmm
+
+    x, mask = with_garbage(data2, 0.0)
+    args = (jax.random.PRNGKey(3), x, mask, 1, 9, 2, 100, 1e-6, DEFAULT_TOL, True)
+    # A fresh jit each time, so each traces with the _slot_counts in place then.
+    phased = jax.jit(gmm.fit_gmms.__wrapped__, static_argnums=(3, 4, 5, 9))(*args)
+    single = jax.jit(gmm.fit_gmms.__wrapped__, static_argnums=(3, 4, 5, 9))(*args[:-1], False)
+    np.testing.assert_array_equal(phased.n_iter, single.n_iter)
+    assert len(set(np.asarray(phased.n_iter).ravel().tolist())) > 1  # the phases mattered
+    for a, b in zip(jax.tree.leaves(phased), jax.tree.leaves(single), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)

@@ -110,6 +110,8 @@ class GMMTeacher(Teacher):
 
     takes_prior = True
     """Both bootstrap from the expert prior (`with_prior`)."""
+    phased_em = False
+    """Whether a fit runs EM in phases (`acl.teachers.gmm.fit_gmms`' `phased`)."""
     task_space: Box
     fit_rate: int = hparam(150, low=1, doc="Episodes in the fit window (and bootstrap length).")
     fit_every: int | None = hparam(
@@ -307,6 +309,7 @@ class GMMTeacher(Teacher):
             self.em_iterations,
             reg_covar,
             self.em_tol,
+            self.phased_em,
         )
         return select_best(fits, self.criterion)
 

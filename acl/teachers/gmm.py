@@ -13,9 +13,11 @@ start with the shared covariance of the valid data and uniform weights. This is 
 guard against a poor seed.
 
 EM stops as sklearn's does: after the iteration where the mean log-likelihood per valid point
-changed by less than `tol` (default 1e-3), or after `max_iter` iterations. All fits share one
-`lax.while_loop` that runs until the last of them has stopped (under a vmap over seeds, the
-last of every seed's fits); a stopped fit is frozen, so each returns what it would alone.
+changed by less than `tol` (default 1e-3), or after `max_iter` iterations. All fits share
+one `lax.while_loop` that runs until the last of them has stopped (under a vmap over seeds,
+the last of every seed's fits); with `phased`, once about half the slots have stopped in
+every seed, the slots still running go on alone, and so on down to 2 (`_run_slots`). A
+stopped fit is frozen, so each returns what it would alone.
 
 Speed on XLA's CPU backend (these fits dominate the GMM teachers' cost): per-component arrays
 are laid out [K, points] so reductions run over the minor axis, small-F linear algebra is
@@ -298,6 +300,110 @@ def em_from_init(
     return (*params, ll[0], n_iter[0])
 
 
+@struct.dataclass
+class _EMCarry:
+    """The loop state of one packed EM (`em_packed`): G mixtures on K components."""
+
+    params: tuple  # weights [K], means [K, F], covariances [K, F, F]
+    bound: jax.Array  # [G] mean log-likelihood per valid point, before the last M-step
+    n_iter: jax.Array  # [G] int32
+    done: jax.Array  # [G] bool
+
+
+@struct.dataclass
+class _EMProblem:
+    """What one packed EM runs on: the points and which components form which mixture."""
+
+    x: jax.Array  # [P, F], masked rows zero
+    mask: jax.Array  # [P] bool
+    active: jax.Array  # [K] bool
+    groups: jax.Array  # [K] int32 in [0, num_groups)
+    member: jax.Array  # [G, K] bool: component k is an active one of mixture g
+    num_groups: int = struct.field(pytree_node=False)
+
+    @classmethod
+    def of(cls, points, mask, weights, groups, num_groups: int) -> _EMProblem:
+        mask = mask.astype(bool)
+        active = weights > 0
+        member = (groups[None, :] == jnp.arange(num_groups)[:, None]) & active[None, :]
+        x = jnp.where(mask[:, None], points, 0.0)
+        return cls(x, mask, active, groups, member, num_groups)
+
+    def per_group(self, values, reduce, fill):
+        """[K, P] -> [G, P], reduced over each mixture's components."""
+        if self.num_groups == 1:
+            return reduce(values, axis=0)[None]
+        return jnp.stack(
+            [
+                reduce(jnp.where(self.member[g][:, None], values, fill), axis=0)
+                for g in range(self.num_groups)
+            ]
+        )
+
+    def spread(self, values):
+        """[G, ...] -> [K, ...], each component's mixture's row."""
+        if self.num_groups == 1:
+            return values[0][None]
+        # Selects, not `values[groups]`: the groups differ between packed slots, and the
+        # gather they would batch into is slow on XLA's CPU backend.
+        out = jnp.broadcast_to(values[0], (self.groups.shape[0],) + values.shape[1:])
+        for g in range(1, self.num_groups):
+            out = jnp.where(
+                (self.groups == g).reshape(-1, *[1] * (values.ndim - 1)), values[g], out
+            )
+        return out
+
+    def e_step(self, params):
+        """Responsibilities [K, P] (zero on masked points) and the total log-likelihood [G]."""
+        log_joint = _log_joint(self.x, *params, self.active)  # [K, P], -inf when inactive
+        top = self.per_group(log_joint, jnp.max, -jnp.inf)  # [G, P]
+        if self.num_groups > 1:
+            top = jnp.where(jnp.isfinite(top), top, 0.0)  # a mixture without components
+        # One exp serves both the log-likelihood and the responsibilities.
+        joint = jnp.exp(log_joint - self.spread(top))
+        total = self.per_group(joint, jnp.sum, 0.0)  # [G, P]
+        log_norm = top + jnp.log(total)
+        ll = jnp.sum(jnp.where(self.mask[None, :], log_norm, 0.0), axis=1)
+        return joint * (self.mask[None, :] / self.spread(total)), ll
+
+    def start(self, weights, means, covariances) -> _EMCarry:
+        g = self.num_groups
+        return _EMCarry(
+            (weights, means, covariances),
+            jnp.full((g,), -jnp.inf, self.x.dtype),
+            jnp.zeros((g,), jnp.int32),
+            ~jnp.any(self.member, axis=1),
+        )
+
+    def running(self, carry: _EMCarry, max_iter) -> jax.Array:
+        return jnp.any((carry.n_iter < max_iter) & ~carry.done)
+
+    def step(self, carry: _EMCarry, max_iter, reg_covar, tol) -> _EMCarry:
+        """One E then M step of every mixture still running; a stopped one is unchanged."""
+        num_valid = jnp.maximum(jnp.sum(self.mask), 1).astype(self.x.dtype)
+        resp, ll = self.e_step(carry.params)
+        bound = ll / num_valid
+        # sklearn's test (on the bound before this M-step); the first change is +inf.
+        now_done = (jnp.abs(bound - carry.bound) < tol) | ~jnp.isfinite(bound)
+        grouped = self.num_groups > 1
+        new = _m_step(self.x, resp, self.active, reg_covar, self.groups if grouped else None)
+        if not grouped:
+            # The freeze comes from the while_loop (vmap's batching rule, or its exit).
+            return _EMCarry(new, bound, carry.n_iter + 1, now_done)
+        go = (carry.n_iter < max_iter) & ~carry.done  # [G]
+        go_k = self.spread(go)
+        new = tuple(
+            jnp.where(go_k.reshape(-1, *[1] * (a.ndim - 1)), a, b)
+            for a, b in zip(new, carry.params, strict=True)
+        )
+        return _EMCarry(
+            new,
+            jnp.where(go, bound, carry.bound),
+            carry.n_iter + go,
+            jnp.where(go, now_done, carry.done),
+        )
+
+
 def em_packed(
     points, mask, weights, means, covariances, groups, num_groups: int, max_iter, reg_covar, tol
 ):
@@ -315,79 +421,17 @@ def em_packed(
     Returns:
       weights [K], means [K, F], covariances [K, F, F], log-likelihood [G], iterations [G].
     """
-    mask = mask.astype(bool)
-    x = jnp.where(mask[:, None], points, 0.0)
-    active = weights > 0
-    num_valid = jnp.maximum(jnp.sum(mask), 1).astype(x.dtype)
-    member = (groups[None, :] == jnp.arange(num_groups)[:, None]) & active[None, :]  # [G, K]
-    grouped = num_groups > 1
-
-    def per_group(values, reduce, fill):
-        """[K, P] -> [G, P], reduced over each mixture's components."""
-        if not grouped:
-            return reduce(values, axis=0)[None]
-        return jnp.stack(
-            [reduce(jnp.where(member[g][:, None], values, fill), axis=0) for g in range(num_groups)]
-        )
-
-    def spread(values):
-        """[G, ...] -> [K, ...], each component's mixture's row."""
-        if not grouped:
-            return values[0][None]
-        # Selects, not `values[groups]`: the groups differ between packed slots, and the
-        # gather they would batch into is slow on XLA's CPU backend.
-        out = jnp.broadcast_to(values[0], (groups.shape[0],) + values.shape[1:])
-        for g in range(1, num_groups):
-            out = jnp.where((groups == g).reshape(-1, *[1] * (values.ndim - 1)), values[g], out)
-        return out
-
-    def e_step(params):
-        """Responsibilities [K, P] (zero on masked points) and the total log-likelihood [G]."""
-        log_joint = _log_joint(x, *params, active)  # [K, P], -inf on inactive components
-        top = per_group(log_joint, jnp.max, -jnp.inf)  # [G, P]
-        if grouped:
-            top = jnp.where(jnp.isfinite(top), top, 0.0)  # a mixture without components
-        # One exp serves both the log-likelihood and the responsibilities.
-        joint = jnp.exp(log_joint - spread(top))
-        total = per_group(joint, jnp.sum, 0.0)  # [G, P]
-        log_norm = top + jnp.log(total)
-        ll = jnp.sum(jnp.where(mask[None, :], log_norm, 0.0), axis=1)
-        return joint * (mask[None, :] / spread(total)), ll
-
-    def running(carry):
-        _, _, n_iter, done = carry
-        return jnp.any((n_iter < max_iter) & ~done)
-
-    def step(carry):
-        params, prev_bound, n_iter, done = carry
-        resp, ll = e_step(params)
-        bound = ll / num_valid
-        # sklearn's test (on the bound before this M-step); the first change is +inf.
-        now_done = (jnp.abs(bound - prev_bound) < tol) | ~jnp.isfinite(bound)
-        new = _m_step(x, resp, active, reg_covar, groups if grouped else None)
-        if not grouped:
-            return new, bound, n_iter + 1, now_done
-        # The freeze that vmap's while_loop gives whole fits, per mixture.
-        go = (n_iter < max_iter) & ~done  # [G]
-        go_k = spread(go)
-        new = tuple(
-            jnp.where(go_k.reshape(-1, *[1] * (a.ndim - 1)), a, b)
-            for a, b in zip(new, params, strict=True)
-        )
-        return new, jnp.where(go, bound, prev_bound), n_iter + go, jnp.where(go, now_done, done)
-
-    init = (
-        (weights, means, covariances),
-        jnp.full((num_groups,), -jnp.inf, x.dtype),
-        jnp.zeros((num_groups,), jnp.int32),
-        ~jnp.any(member, axis=1),
-    )
+    problem = _EMProblem.of(points, mask, weights, groups, num_groups)
     # A per-fit loop: vmap's batching rule for while_loop runs it until no element is
     # `running` and keeps each stopped element's carry unchanged (the freeze).
-    params, _, n_iter, _ = jax.lax.while_loop(running, step, init)
+    carry = jax.lax.while_loop(
+        lambda c: problem.running(c, max_iter),
+        lambda c: problem.step(c, max_iter, reg_covar, tol),
+        problem.start(weights, means, covariances),
+    )
     # Likelihood of the returned parameters, so the criteria score exactly what is returned.
-    _, ll = e_step(params)
-    return (*params, ll, n_iter)
+    _, ll = problem.e_step(carry.params)
+    return (*carry.params, ll, carry.n_iter)
 
 
 def fit_slots(k_min: int, k_max: int) -> list[tuple[int, int]]:
@@ -399,17 +443,27 @@ def fit_slots(k_min: int, k_max: int) -> list[tuple[int, int]]:
 
 
 def _fit_slot(
-    key_a, key_b, k_a, k_b, x, mask, data_cov, width: int, k_max: int, max_iter, reg_covar, tol
+    key_a,
+    key_b,
+    k_a,
+    k_b,
+    x,
+    mask,
+    data_cov,
+    width: int,
+    k_max: int,
+    reg_covar,
 ):
-    """EM for a k_a-component and a k_b-component mixture (k_b may be 0) packed in `width`
-    components, each from its own init: k-means++ means, data covariance, uniform weights.
+    """The start of EM for a k_a-component and a k_b-component mixture (k_b may be 0)
+    packed in `width` components, each from its own init: k-means++ means, data covariance,
+    uniform weights.
 
     Args:
       key_a, key_b: PRNG keys; k_a, k_b: scalar ints (traced); x: [P, F]; mask: [P] bool;
       data_cov: [F, F].
     Returns:
-      weights [width], means [width, F], covariances [width, F, F] (components [0, k_a) are
-      the first mixture, [k_a, k_a + k_b) the second), log-likelihood [2], iterations [2]
+      the packed EM problem (components [0, k_a) are the first mixture, [k_a, k_a + k_b)
+      the second) and its first loop state.
     """
     index = jnp.arange(width)
     in_a = index < k_a
@@ -423,13 +477,60 @@ def _fit_slot(
     )
     eye = jnp.eye(x.shape[-1], dtype=x.dtype)
     active = in_a | in_b
+    groups = in_b.astype(jnp.int32)
     covs = jnp.where(active[:, None, None], data_cov[None], reg_covar * eye[None])
     weights = jnp.where(in_a, 1.0 / k_a, jnp.where(in_b, 1.0 / jnp.maximum(k_b, 1), 0.0))
-    groups = in_b.astype(jnp.int32)
-    return em_packed(x, mask, weights, means, covs, groups, 2, max_iter, reg_covar, tol)
+    problem = _EMProblem.of(x, mask, weights, groups, 2)
+    return problem, problem.start(weights, means, covs)
 
 
-@functools.partial(jax.jit, static_argnames=("k_min", "k_max", "num_inits"))
+def _slot_counts(num_slots: int) -> list[int]:
+    """The slots EM runs on, phase by phase: all, then about half as many each time, down to
+    2 (a batch of 1 made XLA's CPU fusions of the loop body several times slower)."""
+    counts = [num_slots]
+    while counts[-1] > 2:
+        counts.append(max(2, (counts[-1] + 1) // 2))
+    return counts
+
+
+def _run_slots(
+    problems: _EMProblem, carry: _EMCarry, max_iter, reg_covar, tol, phased: bool
+) -> _EMCarry:
+    """EM on every slot (axis 0 of `problems` and `carry`) until each has stopped.
+
+    One loop over all slots runs until its slowest slot has stopped, and EM's iteration
+    counts vary several-fold between fits (under a vmap over seeds, the slowest of all
+    seeds sets the count). So the loop runs in phases (`_slot_counts`): once no more slots
+    run than the next phase holds, those are gathered and run on alone, and the stopped
+    ones are not computed again. Each slot's steps are the same either way (a stopped
+    mixture is frozen), up to float rounding in another batch shape.
+    """
+    step = jax.vmap(lambda problem, c: problem.step(c, max_iter, reg_covar, tol))
+    running = jax.vmap(lambda problem, c: problem.running(c, max_iter))
+    counts = _slot_counts(carry.n_iter.shape[0]) if phased else [carry.n_iter.shape[0]]
+    if len(counts) == 1:
+        return jax.lax.while_loop(
+            lambda c: jnp.any(running(problems, c)), lambda c: step(problems, c), carry
+        )
+    carry = jax.lax.while_loop(
+        lambda c: jnp.sum(running(problems, c)) > counts[1],
+        lambda c: step(problems, c),
+        carry,
+    )
+    # The running slots first, then stopped ones, which stay frozen.
+    chosen = jnp.argsort(~running(problems, carry), stable=True)[: counts[1]]
+    rest = _run_slots(
+        jax.tree.map(lambda a: a[chosen], problems),
+        jax.tree.map(lambda a: a[chosen], carry),
+        max_iter,
+        reg_covar,
+        tol,
+        phased,
+    )
+    return jax.tree.map(lambda a, b: a.at[chosen].set(b), carry, rest)
+
+
+@functools.partial(jax.jit, static_argnames=("k_min", "k_max", "num_inits", "phased"))
 def fit_gmms(
     key: jax.Array,
     points: jax.Array,
@@ -440,6 +541,7 @@ def fit_gmms(
     max_iter: int,
     reg_covar: float = 1e-6,
     tol: float = DEFAULT_TOL,
+    phased: bool = False,
 ) -> GMMFits:
     """Full-covariance mixtures for every k in [k_min, k_max] and every init, batched.
 
@@ -453,6 +555,9 @@ def fit_gmms(
       reg_covar: added to every covariance diagonal, as sklearn's `reg_covar`.
       tol: EM stops when the mean log-likelihood per valid point changes by less (sklearn's
         `tol`); 0 runs max_iter iterations. See `em_from_init`.
+      phased: static; run EM in phases, the slots still running gathered into smaller
+        loops (`_run_slots`). Worth it where fits' iteration counts spread widely
+        (Covar-GMM); it costs compile time, and where fits stop together, run time too.
     Returns:
       GMMFits with leading axes [K_count, I], K_count = k_max - k_min + 1, I = num_inits.
     """
@@ -478,9 +583,7 @@ def fit_gmms(
         data_cov=data_cov,
         width=width,
         k_max=k_max,
-        max_iter=max_iter,
         reg_covar=reg_covar,
-        tol=tol,
     )
     # One vmap over the flattened (slot, init) grid, so one while_loop for the whole batch: it
     # runs until every fit has stopped, stopped fits frozen (`em_packed`). Flat, not nested: a
@@ -490,9 +593,12 @@ def fit_gmms(
     inits = np.tile(np.arange(num_inits), len(slots))
     # The second mixture of a (k, 0) slot is empty: any key will do.
     key_b = keys[np.maximum(k_b, k_min) - k_min, inits]
-    w, m, c, slot_ll, slot_iter = jax.vmap(fit)(
+    problems, carry = jax.vmap(fit)(
         keys[k_a - k_min, inits], key_b, jnp.asarray(k_a), jnp.asarray(k_b)
     )
+    carry = _run_slots(problems, carry, max_iter, reg_covar, tol, phased)
+    _, slot_ll = jax.vmap(lambda problem, params: problem.e_step(params))(problems, carry.params)
+    (w, m, c), slot_iter = carry.params, carry.n_iter
 
     # Unpack to [K_count, I, k_max, ...]: fit (k, init) is mixture `group` of slot row `row`,
     # its components from `offset` on; components >= k inactive (weight 0, mean 0, reg * I).
