@@ -319,6 +319,7 @@ class _EMProblem:
     active: jax.Array  # [K] bool
     groups: jax.Array  # [K] int32 in [0, num_groups)
     member: jax.Array  # [G, K] bool: component k is an active one of mixture g
+    num_valid: jax.Array  # [] float, at least 1: the likelihood bound is per valid point
     num_groups: int = struct.field(pytree_node=False)
 
     @classmethod
@@ -327,7 +328,8 @@ class _EMProblem:
         active = weights > 0
         member = (groups[None, :] == jnp.arange(num_groups)[:, None]) & active[None, :]
         x = jnp.where(mask[:, None], points, 0.0)
-        return cls(x, mask, active, groups, member, num_groups)
+        num_valid = jnp.maximum(jnp.sum(mask), 1).astype(x.dtype)
+        return cls(x, mask, active, groups, member, num_valid, num_groups)
 
     def per_group(self, values, reduce, fill):
         """[K, P] -> [G, P], reduced over each mixture's components."""
@@ -380,9 +382,8 @@ class _EMProblem:
 
     def step(self, carry: _EMCarry, max_iter, reg_covar, tol) -> _EMCarry:
         """One E then M step of every mixture still running; a stopped one is unchanged."""
-        num_valid = jnp.maximum(jnp.sum(self.mask), 1).astype(self.x.dtype)
         resp, ll = self.e_step(carry.params)
-        bound = ll / num_valid
+        bound = ll / self.num_valid
         # sklearn's test (on the bound before this M-step); the first change is +inf.
         now_done = (jnp.abs(bound - carry.bound) < tol) | ~jnp.isfinite(bound)
         grouped = self.num_groups > 1
