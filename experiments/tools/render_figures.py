@@ -166,20 +166,19 @@ def xland_histograms(data: Sequence[Path], image: Path) -> None:
 
 # -- the registry --------------------------------------------------------------------------
 
+
+def run_files(folder: str, runs: Sequence[str]) -> tuple[str, ...]:
+    """The files of `acl run` directories under `folder` that `acl compare`'s figures read."""
+    names = ("config.yaml", "summary.json", "metrics.csv", "tasks.csv")
+    return tuple(f"{folder}/{run}/{name}" for run in runs for name in names)
+
+
 RESULTS = "experiments/results"
 GOALS = f"{RESULTS}/goal_curricula"
 SFL = f"{RESULTS}/point_reach_sfl"
-SFL_RUNS = tuple(
-    f"{SFL}/{run}/{name}"
-    for run in ("random", "alp_gmm", "sfl")
-    for name in ("config.yaml", "summary.json", "metrics.csv", "tasks.csv")
-)
+SFL_RUNS = run_files(SFL, ("random", "alp_gmm", "sfl"))
 STUMP_TRACKS = (f"{RESULTS}/stump_tracks_ppo/summary.json",)
-MAKE_RUN_RUNS = tuple(
-    f"{RESULTS}/make_run/{run}/{name}"
-    for run in ("random", "alp_gmm")
-    for name in ("config.yaml", "summary.json", "metrics.csv", "tasks.csv")
-)
+MAKE_RUN_RUNS = run_files(f"{RESULTS}/make_run", ("random", "alp_gmm"))
 BIT_FLIP = (
     f"{RESULTS}/bit_flip/bits_10_15/results.json",
     f"{RESULTS}/bit_flip/bits_20_30/results.json",
